@@ -1,0 +1,103 @@
+import pg from 'pg';
+import { loadEnvironment } from '../../schemas/environment';
+
+/** Raised when PostgreSQL cannot be reached; says where and what to do. */
+export class DatabaseUnreachableError extends Error {
+  override readonly name = 'DatabaseUnreachableError';
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(
+      `PostgreSQL is not reachable at ${redactUrl(url)} (${(cause as Error)?.message ?? cause}). ` +
+        'Start it (on Debian: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start) ' +
+        'or point DATABASE_URL at a running server.',
+    );
+  }
+}
+
+/** Hides a password in a connection string before it reaches a log or an error. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+}
+
+const pools = new Map<string, pg.Pool>();
+
+/**
+ * One shared pool per connection string and process. Activities call this instead of opening
+ * their own connections, so a worker holds a bounded number of connections whatever its load.
+ */
+export function getPool(url: string = loadEnvironment().DATABASE_URL): pg.Pool {
+  let pool = pools.get(url);
+  if (!pool) {
+    pool = new pg.Pool({ connectionString: url, max: 20, idleTimeoutMillis: 10_000 });
+    // An idle client that loses its server (PostgreSQL restarted) must not crash the worker.
+    pool.on('error', () => undefined);
+    pools.set(url, pool);
+  }
+  return pool;
+}
+
+/** Closes every pool of this process (tests and CLI exit). */
+export async function closePools(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((p) => p.end().catch(() => undefined)));
+}
+
+/** Runs `fn` inside one transaction on one client; rolls back on any error. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Creates the database named in `url` if it does not exist (connecting to the `postgres` database). */
+export async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new Error(`Unsupported database name in DATABASE_URL: "${name}"`);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new DatabaseUnreachableError(url, error);
+  }
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) {
+      // Identifiers cannot be parameters; the name was checked against a strict pattern above.
+      await client.query(`CREATE DATABASE "${name}"`).catch((error: { code?: string }) => {
+        if (error.code !== '42P04') throw error; // created concurrently by another process
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops a database (tests). */
+export async function dropDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}

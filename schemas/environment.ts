@@ -1,0 +1,51 @@
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Process configuration read from the environment. This is the only place that reads
+ * `process.env` for mockworld's own settings; API keys are read where they are used, by the
+ * variable name an endpoint declares, so they never enter a spec or a payload.
+ */
+export const EnvironmentSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .default('postgres://postgres@127.0.0.1:5432/mockworld')
+    .describe('PostgreSQL connection string for mockworld data (datasets, caches, ledgers).'),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233').describe('Temporal frontend host:port.'),
+  TEMPORAL_NAMESPACE: z.string().default('default').describe('Temporal namespace for all mockworld workflows.'),
+  TEMPORAL_UI_PORT: z.coerce.number().int().positive().default(8233).describe('Web UI port of the local stack.'),
+  MOCKWORLD_TASK_QUEUE: z.string().default('mockworld-cpu').describe('Task queue of the CPU worker.'),
+  MOCKWORLD_GPU_TASK_QUEUE: z.string().default('mockworld-gpu').describe('Task queue of the GPU trainer worker.'),
+  MOCKWORLD_HOME: z
+    .string()
+    .default(path.join(os.homedir(), '.mockworld'))
+    .describe('State of the local stack: Temporal db file, pid files, logs, model cache.'),
+  MOCKWORLD_MODEL_URL: z
+    .string()
+    .optional()
+    .describe('OpenAI-compatible base URL used when a spec names no endpoint; unset = the embedded model.'),
+  MOCKWORLD_EMBEDDED_MODEL_PORT: z.coerce.number().int().positive().default(11435),
+});
+
+/** Validated process configuration. */
+export type Environment = z.infer<typeof EnvironmentSchema>;
+
+let cached: Environment | undefined;
+
+/** Reads and validates the environment once per process; a bad value fails with the variable named. */
+export function loadEnvironment(env: NodeJS.ProcessEnv = process.env): Environment {
+  if (env === process.env && cached) return cached;
+  const parsed = EnvironmentSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid environment for mockworld; fix these variables:\n${lines.join('\n')}`);
+  }
+  if (env === process.env) cached = parsed.data;
+  return parsed.data;
+}
+
+/** Base URL of the embedded model server for this environment. */
+export function embeddedModelUrl(env: Environment = loadEnvironment()): string {
+  return `http://127.0.0.1:${env.MOCKWORLD_EMBEDDED_MODEL_PORT}/v1`;
+}

@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+/**
+ * An OpenAI-compatible model endpoint (vLLM, SGLang, llama.cpp, OpenAI). The key is never part of
+ * the spec: `apiKeyEnv` names the environment variable that holds it on the worker.
+ */
+export const ModelEndpointSchema = z
+  .object({
+    baseUrl: z.url().describe('OpenAI-compatible base URL, e.g. http://gpu-1:8000/v1.'),
+    model: z.string().min(1).describe('Model name sent in requests.'),
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name such as OPENAI_API_KEY')
+      .optional()
+      .describe('Name of the environment variable holding the API key; unset = no key.'),
+    maxConcurrency: z.number().int().min(1).max(4096).default(32).describe('In-flight requests per worker.'),
+    requestsPerMinute: z.number().int().positive().optional().describe('Request rate cap per worker.'),
+    tokensPerMinute: z.number().int().positive().optional().describe('Token rate cap (prompt+completion) per worker.'),
+    timeoutMs: z.number().int().min(100).default(120_000).describe('Per-request timeout in milliseconds.'),
+    maxRetries: z.number().int().min(0).max(20).default(6).describe('Retries on 429, 5xx, timeouts, broken bodies.'),
+  })
+  .strict()
+  .refine((e) => !/[?&](api[_-]?key|key|token)=/i.test(e.baseUrl), {
+    message: 'baseUrl must not carry a key; put the key in an environment variable and name it in apiKeyEnv',
+    path: ['baseUrl'],
+  });
+
+/** Validated endpoint configuration. */
+export type ModelEndpoint = z.infer<typeof ModelEndpointSchema>;
+/** Endpoint configuration as written in a spec (defaults not yet applied). */
+export type ModelEndpointInput = z.input<typeof ModelEndpointSchema>;
+
+/** Sampling settings of one model role. */
+export const SamplingSchema = z
+  .object({
+    temperature: z.number().min(0).max(2).default(0.7),
+    topP: z.number().gt(0).max(1).default(1),
+    maxTokens: z.number().int().min(1).max(131_072).default(1024),
+    seed: z.number().int().optional().describe('Sampling seed passed to servers that honour it.'),
+  })
+  .strict();
+
+/** Validated sampling settings. */
+export type Sampling = z.infer<typeof SamplingSchema>;
+
+/** A model role: an endpoint (unset = the environment default) plus sampling. */
+export const ModelRoleSchema = z
+  .object({
+    endpoint: ModelEndpointSchema.optional(),
+    sampling: SamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 1024 }),
+  })
+  .strict();
+
+/** Validated model role. */
+export type ModelRole = z.infer<typeof ModelRoleSchema>;

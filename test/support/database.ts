@@ -1,0 +1,29 @@
+import { randomBytes } from 'node:crypto';
+import { closePools, dropDatabase, getPool } from '../../activities/store/db';
+import { migrate } from '../../activities/store/migrate';
+
+const ADMIN_URL = process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A fresh, migrated PostgreSQL database for one test file; `drop()` removes it. */
+export interface TestDatabase {
+  readonly url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates a uniquely named database on the real local PostgreSQL and migrates it. */
+export async function createTestDatabase(prefix = 'mw_test'): Promise<TestDatabase> {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const connection = url.toString();
+  await migrate(connection);
+  return {
+    url: connection,
+    async drop() {
+      await getPool(connection)
+        .end()
+        .catch(() => undefined);
+      await closePools();
+      await dropDatabase(connection);
+    },
+  };
+}
