@@ -1,2 +1,42 @@
-/** Vitest global setup: nothing shared yet beyond PostgreSQL, which the machine already runs. */
-export default async function setup(): Promise<void> {}
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { Connection } from '@temporalio/client';
+import { registerSearchAttributes } from '../../deploy/search-attributes';
+import { ensureTemporalCli } from '../../deploy/temporal-cli';
+import { startDevServer } from '../../deploy/temporal-dev-server';
+import { freePort } from './ports';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** host:port of the real Temporal dev server shared by the integration tests. */
+    temporalAddress: string;
+    /** Path to the temporal binary (tests that restart their own server use it). */
+    temporalCli: string;
+  }
+}
+
+/**
+ * Starts one real Temporal dev server (the official CLI, SQLite file, headless) for the whole
+ * test run. PostgreSQL is the machine's own; each test file creates and drops its databases.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const cli = await ensureTemporalCli((line) => console.log(`[setup] ${line}`));
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-temporal-'));
+  const server = await startDevServer({
+    cli,
+    port: await freePort(),
+    dbFile: path.join(dir, 'temporal.db'),
+    logFile: path.join(dir, 'temporal.log'),
+  });
+  const connection = await Connection.connect({ address: server.address });
+  await registerSearchAttributes(connection, 'default');
+  await connection.close();
+  project.provide('temporalAddress', server.address);
+  project.provide('temporalCli', cli);
+  return async () => {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}

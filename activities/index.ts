@@ -1,0 +1,22 @@
+import { loadEnvironment } from '../schemas/environment';
+import { createModelClient } from './llm';
+import { createRunActivities } from './runs';
+import { createSmokeActivities } from './smoke';
+
+/** What the activities need from the worker process. */
+export interface ActivityDependencies {
+  /** PostgreSQL holding runs, caches and datasets. */
+  readonly databaseUrl: string;
+}
+
+/** Builds every mockworld activity, bound to one database; the plugin registers the result. */
+export function createActivities(deps: ActivityDependencies = { databaseUrl: loadEnvironment().DATABASE_URL }) {
+  const models = createModelClient({ databaseUrl: deps.databaseUrl });
+  return {
+    ...createRunActivities(deps.databaseUrl),
+    ...createSmokeActivities(models),
+  };
+}
+
+/** Every activity by name, for type-only imports in workflows. */
+export type MockworldActivities = ReturnType<typeof createActivities>;

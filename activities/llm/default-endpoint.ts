@@ -1,0 +1,22 @@
+import { embeddedModelUrl, loadEnvironment } from '../../schemas/environment';
+import { ModelEndpointSchema, type ModelEndpoint } from '../../schemas/model-endpoint';
+
+/** Model name the embedded server reports. */
+export const EMBEDDED_MODEL_NAME = 'smollm2-135m-instruct';
+
+/**
+ * The endpoint of a role that names none: `MOCKWORLD_MODEL_URL` (+ `MOCKWORLD_MODEL_NAME`,
+ * `MOCKWORLD_MODEL_KEY_ENV`) when set on the worker, else the embedded model. Resolved on the
+ * worker, so one spec runs unchanged on a laptop and on a cluster.
+ */
+export function resolveEndpoint(endpoint: ModelEndpoint | undefined): ModelEndpoint {
+  if (endpoint) return endpoint;
+  const env = loadEnvironment();
+  return ModelEndpointSchema.parse({
+    baseUrl: env.MOCKWORLD_MODEL_URL ?? embeddedModelUrl(env),
+    model: process.env.MOCKWORLD_MODEL_NAME ?? EMBEDDED_MODEL_NAME,
+    apiKeyEnv: process.env.MOCKWORLD_MODEL_KEY_ENV || undefined,
+    // The embedded model answers one request at a time on a laptop's cores.
+    maxConcurrency: env.MOCKWORLD_MODEL_URL ? 32 : 2,
+  });
+}

@@ -1,0 +1,147 @@
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { getPool, redactUrl } from '../activities/store/db';
+import { migrate } from '../activities/store/migrate';
+import { embeddedModelUrl, loadEnvironment, type Environment } from '../schemas/environment';
+import { ensureEmbeddedModel } from './embedded-model/fetch-model';
+import { REPO_ROOT } from './paths';
+import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from './processes';
+import { registerSearchAttributes } from './search-attributes';
+import { ensureTemporalCli } from './temporal-cli';
+import { startDevServer, waitForFrontend } from './temporal-dev-server';
+
+/** One line of `mockworld stack status`. */
+export interface ComponentStatus {
+  readonly component: string;
+  readonly where: string;
+  readonly state: 'up' | 'down';
+  readonly detail: string;
+}
+
+function isLocalAddress(address: string): boolean {
+  return /^(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(address);
+}
+
+function temporalPort(address: string): number {
+  return Number(address.split(':').pop());
+}
+
+async function temporalAnswers(address: string): Promise<boolean> {
+  try {
+    await waitForFrontend(address, 1_500);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function httpAnswers(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return response.status < 500;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Brings up everything a laptop run needs and is idempotent: PostgreSQL database + migrations,
+ * a Temporal dev server with persistent state and the Web UI (unless TEMPORAL_ADDRESS already
+ * answers), the search attributes, and the embedded model server unless MOCKWORLD_MODEL_URL is set.
+ */
+export async function stackUp(log: (line: string) => void, env: Environment = loadEnvironment()): Promise<void> {
+  const applied = await migrate(env.DATABASE_URL);
+  log(`postgres   ${redactUrl(env.DATABASE_URL)}  migrations applied now: ${applied.length ? applied.join(', ') : 'none needed'}`);
+
+  const address = env.TEMPORAL_ADDRESS;
+  if (await temporalAnswers(address)) {
+    log(`temporal   ${address}  already running`);
+  } else if (isLocalAddress(address)) {
+    const cli = await ensureTemporalCli(log);
+    const proc = managedProcess(env.MOCKWORLD_HOME, 'temporal');
+    const server = await startDevServer({
+      cli,
+      port: temporalPort(address),
+      uiPort: env.TEMPORAL_UI_PORT,
+      dbFile: path.join(env.MOCKWORLD_HOME, 'temporal.db'),
+      logFile: proc.logFile,
+      detached: true,
+    });
+    await writePid(proc, server.process.pid!);
+    log(`temporal   ${address}  started (state in ${path.join(env.MOCKWORLD_HOME, 'temporal.db')})`);
+  } else {
+    throw new Error(
+      `Temporal is not reachable at ${address}. Start your cluster's frontend or set TEMPORAL_ADDRESS ` +
+        'to a reachable host:port (unset it to run the embedded dev server).',
+    );
+  }
+  const connection = await Connection.connect({ address });
+  try {
+    const added = await registerSearchAttributes(connection, env.TEMPORAL_NAMESPACE);
+    log(`search     ${added.length ? `registered ${added.join(', ')}` : 'attributes already registered'}`);
+  } finally {
+    await connection.close();
+  }
+  if (isLocalAddress(address)) log(`ui         http://localhost:${env.TEMPORAL_UI_PORT}`);
+
+  if (env.MOCKWORLD_MODEL_URL) {
+    log(`model      ${env.MOCKWORLD_MODEL_URL}  (MOCKWORLD_MODEL_URL)`);
+    return;
+  }
+  const modelUrl = embeddedModelUrl(env);
+  if (await httpAnswers(`${modelUrl}/models`)) {
+    log(`model      ${modelUrl}  embedded model already running`);
+    return;
+  }
+  const modelPath = await ensureEmbeddedModel();
+  const proc = managedProcess(env.MOCKWORLD_HOME, 'embedded-model');
+  await spawnDetached(proc, process.execPath, [
+    '--import',
+    'tsx',
+    path.join(REPO_ROOT, 'workers', 'embedded-model', 'server.ts'),
+    '--port',
+    String(env.MOCKWORLD_EMBEDDED_MODEL_PORT),
+    '--model',
+    modelPath,
+  ]);
+  const deadline = Date.now() + 120_000;
+  while (!(await httpAnswers(`${modelUrl}/models`))) {
+    if (!(await livePid(proc))) throw new Error(`the embedded model server exited; see ${proc.logFile}`);
+    if (Date.now() > deadline) throw new Error(`the embedded model server did not answer in 120 s; see ${proc.logFile}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  log(`model      ${modelUrl}  embedded SmolLM2-135M-Instruct started`);
+}
+
+/** Stops what `stackUp` started (never an external cluster). Data files stay. */
+export async function stackDown(log: (line: string) => void, env: Environment = loadEnvironment()): Promise<void> {
+  for (const name of ['embedded-model', 'temporal']) {
+    const stopped = await stopManaged(managedProcess(env.MOCKWORLD_HOME, name));
+    log(`${name.padEnd(15)} ${stopped ? 'stopped' : 'was not running'}`);
+  }
+}
+
+/** Reports whether each component answers, and where. */
+export async function stackStatus(env: Environment = loadEnvironment()): Promise<ComponentStatus[]> {
+  const rows: ComponentStatus[] = [];
+  try {
+    const { rows: versions } = await getPool(env.DATABASE_URL).query<{ v: number }>('SELECT max(version) AS v FROM schema_migrations');
+    rows.push({ component: 'postgres', where: redactUrl(env.DATABASE_URL), state: 'up', detail: `schema v${versions[0]?.v}` });
+  } catch (error) {
+    rows.push({ component: 'postgres', where: redactUrl(env.DATABASE_URL), state: 'down', detail: (error as Error).message.slice(0, 80) });
+  }
+  const temporalUp = await temporalAnswers(env.TEMPORAL_ADDRESS);
+  rows.push({ component: 'temporal', where: env.TEMPORAL_ADDRESS, state: temporalUp ? 'up' : 'down', detail: `namespace ${env.TEMPORAL_NAMESPACE}` });
+  if (isLocalAddress(env.TEMPORAL_ADDRESS)) {
+    const ui = `http://localhost:${env.TEMPORAL_UI_PORT}`;
+    rows.push({ component: 'web ui', where: ui, state: (await httpAnswers(ui)) ? 'up' : 'down', detail: '' });
+  }
+  const modelUrl = env.MOCKWORLD_MODEL_URL ?? embeddedModelUrl(env);
+  rows.push({
+    component: 'model',
+    where: modelUrl,
+    state: (await httpAnswers(`${modelUrl}/models`)) ? 'up' : 'down',
+    detail: env.MOCKWORLD_MODEL_URL ? 'MOCKWORLD_MODEL_URL' : 'embedded',
+  });
+  return rows;
+}

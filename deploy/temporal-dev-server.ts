@@ -1,0 +1,105 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+
+/** Where and how to run a local Temporal dev server. */
+export interface DevServerOptions {
+  /** Path to the `temporal` binary. */
+  readonly cli: string;
+  /** Frontend gRPC port. */
+  readonly port: number;
+  /** Web UI port; omitted = headless. */
+  readonly uiPort?: number;
+  /** SQLite file holding all server state; the same file after a restart = the same history. */
+  readonly dbFile: string;
+  /** Server log file (stdout and stderr). */
+  readonly logFile: string;
+  /** Detach so the server outlives this process (`mockworld stack up`). */
+  readonly detached?: boolean;
+}
+
+/** A dev server process started by mockworld. */
+export interface DevServer {
+  readonly address: string;
+  readonly process: ChildProcess;
+  /** Stops the server (SIGTERM, then SIGKILL after a grace period). */
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` and resolves once its frontend answers. */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--db-filename',
+    options.dbFile,
+    '--log-level',
+    'warn',
+  ];
+  if (options.uiPort) args.push('--ui-port', String(options.uiPort), '--ui-disable-news-fetch');
+  else args.push('--headless');
+
+  const log = openSync(options.logFile, 'a');
+  const child = spawn(options.cli, args, {
+    detached: options.detached ?? false,
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  if (options.detached) child.unref();
+
+  const address = `127.0.0.1:${options.port}`;
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  await waitForFrontend(address, 60_000, () =>
+    exited !== undefined
+      ? `temporal server exited with code ${exited} before answering; see ${options.logFile}`
+      : undefined,
+  );
+  return { address, process: child, stop: () => stopProcess(child) };
+}
+
+/**
+ * Polls the frontend until it answers a real RPC. `failFast` lets the caller stop waiting as soon
+ * as it knows the server died (it returns the message to throw).
+ */
+export async function waitForFrontend(
+  address: string,
+  timeoutMs: number,
+  failFast: () => string | undefined = () => undefined,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    const reason = failFast();
+    if (reason) throw new Error(reason);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      lastError = error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+  throw new Error(`Temporal at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`);
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,178 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { closePools } from '../../activities/store/db';
+import { REPO_ROOT } from '../../deploy/paths';
+import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
+import { loadEnvironment } from '../../schemas/environment';
+import { SpecValidationError } from '../../schemas/spec-error';
+import { connectWorker, createCpuWorker, runCpuWorker } from '../cpu-worker';
+import { cancelRun, describeRun, readReport, signalRun, startRun, waitForRun } from './run-commands';
+import { readSpecFile } from './spec-file';
+import { renderRecord, renderTable } from './table';
+import { connectClient } from './temporal-client';
+
+const USAGE = `mockworld: durable ML pipelines on Temporal
+
+  mockworld stack up|down|status        local Temporal dev server (+ UI :8233), PostgreSQL schema, embedded model
+  mockworld worker [--task-queue Q]     run a CPU worker (workflows + activities) until Ctrl-C
+  mockworld start <spec.yaml|json> [--id ID] [--wait]
+                                        validate a spec, then start its run (workflow type = spec kind)
+  mockworld status <id>                 state, progress and counts of a run
+  mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
+  mockworld cancel <id>                 cancel a run; it records 'cancelled'
+  mockworld report <id>                 stored summary and model usage by role
+  mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
+
+  --json   machine-readable output for scripts`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      wait: { type: 'boolean', default: false },
+      id: { type: 'string' },
+      'task-queue': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [command, ...rest] = positionals;
+  const print = (human: string, machine: unknown) =>
+    console.log(values.json ? JSON.stringify(machine, null, 2) : human);
+  const needId = () => {
+    const id = rest[0];
+    if (!id) throw new UsageError(`mockworld ${command} needs a workflow id`);
+    return id;
+  };
+
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  switch (command) {
+    case 'stack': {
+      const action = rest[0];
+      if (action === 'up') await stackUp((line) => console.log(line));
+      else if (action === 'down') await stackDown((line) => console.log(line));
+      else if (action === 'status') {
+        const rows = await stackStatus();
+        print(renderTable(rows as unknown as Record<string, unknown>[]), rows);
+        return rows.every((row) => row.state === 'up') ? 0 : 1;
+      } else throw new UsageError('mockworld stack needs up, down or status');
+      return 0;
+    }
+    case 'worker': {
+      console.error(`worker polling ${values['task-queue'] ?? loadEnvironment().MOCKWORLD_TASK_QUEUE}; Ctrl-C to stop`);
+      await runCpuWorker({ taskQueue: values['task-queue'] });
+      return 0;
+    }
+    case 'start': {
+      const file = rest[0];
+      if (!file) throw new UsageError('mockworld start needs a spec file');
+      const spec = await readSpecFile(file);
+      const client = await connectClient();
+      const id = await startRun(client, spec, values.id);
+      if (!values.json) console.log(`started ${spec.kind} run ${id}`);
+      if (!values.wait) {
+        if (values.json) print('', { workflowId: id });
+        return 0;
+      }
+      const result = await waitForRun(client, id);
+      print(renderRecord(result as Record<string, unknown>), { workflowId: id, result });
+      return 0;
+    }
+    case 'status': {
+      const overview = await describeRun(await connectClient(), needId());
+      const { status, ...temporal } = overview;
+      const flat = {
+        ...temporal,
+        state: status?.state ?? '(no worker answered)',
+        progress: status ? `${status.done}/${status.total}` : '',
+        stage: status?.stage ?? '',
+        ...status?.counts,
+      };
+      print(renderRecord(flat), overview);
+      return 0;
+    }
+    case 'pause':
+    case 'resume': {
+      const id = needId();
+      await signalRun(await connectClient(), id, command);
+      print(`${command} sent to ${id}`, { workflowId: id, signal: command });
+      return 0;
+    }
+    case 'cancel': {
+      const id = needId();
+      await cancelRun(await connectClient(), id);
+      print(`cancellation requested for ${id}`, { workflowId: id, cancelled: true });
+      return 0;
+    }
+    case 'report': {
+      const report = await readReport(needId());
+      print(
+        [
+          `${report.kind} run ${report.runId}: ${report.status}`,
+          '',
+          renderRecord(report.summary ?? {}),
+          '',
+          'model usage by role',
+          renderTable(report.usage as unknown as Record<string, unknown>[]),
+        ].join('\n'),
+        report,
+      );
+      return 0;
+    }
+    case 'demo':
+      return demo(rest[0] ?? path.join(REPO_ROOT, 'examples', 'smoke.yaml'));
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+/** The README's main job: bring the stack up, serve a worker in-process, run a spec, report. */
+async function demo(specFile: string): Promise<number> {
+  const spec = await readSpecFile(specFile);
+  await stackUp((line) => console.log(line));
+  const env = loadEnvironment();
+  const connection = await connectWorker(env.TEMPORAL_ADDRESS);
+  const worker = await createCpuWorker(connection);
+  const client = await connectClient();
+  const outcome = worker.runUntil(async () => {
+    const id = await startRun(client, spec);
+    console.log(`\nstarted ${spec.kind} run ${id}; watch it at http://localhost:${env.TEMPORAL_UI_PORT}/namespaces/${env.TEMPORAL_NAMESPACE}/workflows/${id}`);
+    await waitForRun(client, id);
+    return id;
+  });
+  const id = await outcome;
+  await connection.close();
+  const report = await readReport(id);
+  console.log(`\n${report.kind} run ${id}: ${report.status}`);
+  console.log(renderRecord(report.summary ?? {}));
+  console.log('\nmodel usage by role');
+  console.log(renderTable(report.usage as unknown as Record<string, unknown>[]));
+  console.log(`\nstored in PostgreSQL ${env.DATABASE_URL} (tables runs, llm_calls); again: ./bin/mockworld report ${id}`);
+  console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
+  return 0;
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2))
+  .then(async (code) => {
+    await closePools();
+    process.exit(code);
+  })
+  .catch(async (error: unknown) => {
+    await closePools();
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    if (error instanceof SpecValidationError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });

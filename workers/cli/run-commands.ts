@@ -1,0 +1,115 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { getPool } from '../../activities/store/db';
+import { usageByRole } from '../../activities/llm';
+import { loadEnvironment } from '../../schemas/environment';
+import type { RunStatus } from '../../schemas/run-status';
+import type { AnySpec } from '../../schemas/specs';
+import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
+import { ProgressLine } from './progress';
+
+/** A workflow id users can read: kind, name, UTC start time. */
+export function defaultWorkflowId(spec: AnySpec, now = new Date()): string {
+  const name = ('name' in spec && typeof spec.name === 'string' ? spec.name : spec.kind).replace(/[^A-Za-z0-9_.-]/g, '-');
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
+  return `${spec.kind.toLowerCase()}-${name}-${stamp}`;
+}
+
+/** Starts the workflow of a validated spec: workflow type = kind, the spec is the only argument. */
+export async function startRun(client: Client, spec: AnySpec, workflowId?: string): Promise<string> {
+  const id = workflowId ?? defaultWorkflowId(spec);
+  await client.workflow.start(spec.kind, {
+    args: [spec],
+    workflowId: id,
+    taskQueue: loadEnvironment().MOCKWORLD_TASK_QUEUE,
+  });
+  return id;
+}
+
+/** Temporal's view and the run's own status, merged for `mockworld status`. */
+export interface RunOverview {
+  readonly workflowId: string;
+  readonly type: string;
+  readonly temporalStatus: string;
+  readonly started: string;
+  readonly closed?: string;
+  readonly status?: RunStatus;
+}
+
+/** Describes a run; the status query is answered by a worker (omitted if none answers). */
+export async function describeRun(client: Client, workflowId: string): Promise<RunOverview> {
+  const handle = client.workflow.getHandle(workflowId);
+  const description = await handle.describe();
+  let status: RunStatus | undefined;
+  try {
+    status = await handle.query(statusQuery);
+  } catch {
+    status = undefined; // no worker polling, or the run failed before it set up its handlers
+  }
+  return {
+    workflowId,
+    type: description.type,
+    temporalStatus: description.status.name,
+    started: description.startTime.toISOString(),
+    closed: description.closeTime?.toISOString(),
+    status,
+  };
+}
+
+/** Sends a control signal (`pause` or `resume`). */
+export async function signalRun(client: Client, workflowId: string, which: 'pause' | 'resume'): Promise<void> {
+  await client.workflow.getHandle(workflowId).signal(which === 'pause' ? pauseSignal : resumeSignal);
+}
+
+/** Requests cancellation: the run stops at its next safe point and records `cancelled`. */
+export async function cancelRun(client: Client, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(workflowId).cancel();
+}
+
+/** Waits for a run to close, drawing a progress line from its status query. */
+export async function waitForRun(client: Client, workflowId: string, progress = new ProgressLine()): Promise<unknown> {
+  const handle = client.workflow.getHandle(workflowId);
+  const result = handle.result();
+  let settled = false;
+  result.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  while (!settled) {
+    try {
+      const status = await handle.query(statusQuery);
+      progress.update(status.done, status.total, `${status.state}: ${status.stage}`);
+    } catch {
+      /* not yet answerable */
+    }
+    await Promise.race([result.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
+  }
+  progress.finish();
+  return result;
+}
+
+/** What `mockworld report` shows: the stored run and its model usage by role. */
+export interface RunReport {
+  readonly runId: string;
+  readonly kind: string;
+  readonly status: string;
+  readonly summary: Record<string, unknown> | null;
+  readonly usage: Awaited<ReturnType<typeof usageByRole>>;
+}
+
+/** Reads a run's report from PostgreSQL (works after the workflow has closed and been archived). */
+export async function readReport(runId: string): Promise<RunReport> {
+  const databaseUrl = loadEnvironment().DATABASE_URL;
+  const { rows } = await getPool(databaseUrl).query(
+    'SELECT run_id, kind, status, summary FROM runs WHERE run_id = $1',
+    [runId],
+  );
+  const row = rows[0];
+  if (!row) throw new WorkflowNotFoundError(`No run ${runId} in the database`, runId, undefined);
+  return {
+    runId,
+    kind: row.kind,
+    status: row.status,
+    summary: row.summary,
+    usage: await usageByRole(databaseUrl, runId),
+  };
+}

@@ -1,0 +1,58 @@
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { loadEnvironment } from '../schemas/environment';
+import { MockworldPlugin } from './plugin';
+
+/** Options of a CPU worker; each defaults to the environment. */
+export interface CpuWorkerOptions {
+  /** Temporal frontend host:port (used by runCpuWorker). */
+  readonly address?: string;
+  readonly namespace?: string;
+  readonly taskQueue?: string;
+  readonly databaseUrl?: string;
+  /** Activities run at once: rollouts and model calls are I/O-bound, so this is high. */
+  readonly maxConcurrentActivities?: number;
+}
+
+/** Connects to Temporal, saying where and what to do when it cannot. */
+export async function connectWorker(address: string): Promise<NativeConnection> {
+  try {
+    return await NativeConnection.connect({ address });
+  } catch (error) {
+    throw new Error(
+      `Temporal is not reachable at ${address} (${(error as Error).message}). ` +
+        'Run `mockworld stack up` for the local stack, or set TEMPORAL_ADDRESS to your cluster frontend.',
+    );
+  }
+}
+
+/** Builds (but does not run) a worker serving mockworld's workflows and CPU activities. */
+export async function createCpuWorker(
+  connection: NativeConnection,
+  options: CpuWorkerOptions = {},
+): Promise<Worker> {
+  const env = loadEnvironment();
+  return Worker.create({
+    connection,
+    namespace: options.namespace ?? env.TEMPORAL_NAMESPACE,
+    taskQueue: options.taskQueue ?? env.MOCKWORLD_TASK_QUEUE,
+    plugins: [new MockworldPlugin({ databaseUrl: options.databaseUrl ?? env.DATABASE_URL })],
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 512,
+  });
+}
+
+/** Runs a CPU worker until SIGINT/SIGTERM, then drains and closes its connection. */
+export async function runCpuWorker(options: CpuWorkerOptions = {}): Promise<void> {
+  const connection = await connectWorker(options.address ?? loadEnvironment().TEMPORAL_ADDRESS);
+  try {
+    await (await createCpuWorker(connection, options)).run();
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runCpuWorker().catch((error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}

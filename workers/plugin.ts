@@ -1,0 +1,43 @@
+import { fileURLToPath } from 'node:url';
+import { SimplePlugin } from '@temporalio/plugin';
+import { createActivities } from '../activities';
+import { closePools } from '../activities/store/db';
+import { migrate } from '../activities/store/migrate';
+import { loadEnvironment } from '../schemas/environment';
+
+/** The module that exports every mockworld workflow; point your own bundle at it to combine. */
+export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Options of {@link MockworldPlugin}. */
+export interface MockworldPluginOptions {
+  /** PostgreSQL for runs, caches and datasets. Default: `DATABASE_URL`, else the local server. */
+  readonly databaseUrl?: string;
+}
+
+/**
+ * Adds mockworld to a Temporal worker: its workflows (unless the worker already names a
+ * `workflowsPath`; re-export `MOCKWORLD_WORKFLOWS_PATH`'s module from yours in that case), its
+ * activities, and database migrations before the worker polls.
+ *
+ * ```ts
+ * await Worker.create({ connection, taskQueue: 'mockworld-cpu', plugins: [new MockworldPlugin()] });
+ * ```
+ */
+export class MockworldPlugin extends SimplePlugin {
+  constructor(options: MockworldPluginOptions = {}) {
+    const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
+    super({
+      name: 'mockworld',
+      workflowsPath: (existing) => existing ?? MOCKWORLD_WORKFLOWS_PATH,
+      activities: createActivities({ databaseUrl }),
+      runContext: async (next) => {
+        await migrate(databaseUrl);
+        try {
+          await next();
+        } finally {
+          await closePools();
+        }
+      },
+    });
+  }
+}

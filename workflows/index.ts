@@ -1,0 +1,2 @@
+// Every pipeline workflow, registered by name: the name is the spec kind and the UI's workflow type.
+export { Smoke } from './smoke';
