@@ -1,0 +1,178 @@
+import type pg from 'pg';
+import type { z } from 'zod';
+import { loadEnvironment } from '../../schemas/environment';
+import { getPool } from '../store/db';
+import type { BackoffOptions } from './backoff';
+import { cacheKey, identify } from './cache-key';
+import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store';
+import { StructuredOutputRejectedError } from './errors';
+import { SingleFlight } from './single-flight';
+import {
+  checkStructured,
+  DEFAULT_MAX_STRUCTURED_BYTES,
+  jsonSchemaResponseFormat,
+  repairMessages,
+} from './structured-output';
+import type { ChatResult, ModelCall, RoleUsage, StructuredResult } from './types';
+import { chatRequestBody, completeUpstream } from './upstream';
+
+/** Options of {@link createModelClient}. */
+export interface ModelClientOptions {
+  /** PostgreSQL holding `llm_calls` and `llm_rejections` (migrated). Default: `DATABASE_URL`. */
+  readonly databaseUrl?: string;
+  /** Backoff between retries when the endpoint gives no Retry-After. */
+  readonly backoff?: BackoffOptions;
+  /** Larger structured outputs are rejected unparsed (then repaired once). Default 256 KiB. */
+  readonly maxStructuredBytes?: number;
+}
+
+/** Cached, rate-limited, retried access to OpenAI-compatible model endpoints. */
+export interface ModelClient {
+  /**
+   * One chat completion. Served from `llm_calls` when the same call (endpoint, model, request,
+   * sample index, policy version) was answered before, in any process; otherwise sent upstream
+   * once per process however many identical calls run concurrently, then stored. Tool calls come
+   * back untouched in `message.tool_calls`.
+   */
+  chat(call: ModelCall): Promise<ChatResult>;
+  /**
+   * A JSON answer validated by `schema`, requested with a strict `json_schema` response format.
+   * An invalid answer gets exactly one (cached) repair call; if that is invalid too, the failure
+   * is recorded in `llm_rejections` and {@link StructuredOutputRejectedError} is thrown.
+   */
+  structured<S extends z.ZodType>(
+    call: ModelCall,
+    schema: S,
+    schemaName: string,
+  ): Promise<StructuredResult<z.output<S>>>;
+  /** Calls, tokens, attempts and rejections per role of one run. */
+  usageByRole(runId: string): Promise<RoleUsage[]>;
+}
+
+/** Concurrent identical calls of this process, across client instances. */
+const flights = new SingleFlight<ChatResult>();
+
+/** Creates a model client on a shared connection pool; it holds no other resources. */
+export function createModelClient(options: ModelClientOptions = {}): ModelClient {
+  const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
+  const backoff = options.backoff ?? {};
+  const maxStructuredBytes = options.maxStructuredBytes ?? DEFAULT_MAX_STRUCTURED_BYTES;
+  const pool = (): pg.Pool => getPool(databaseUrl);
+
+  async function complete(call: ModelCall, responseFormat?: unknown): Promise<ChatResult> {
+    const identity = identify(
+      call.endpoint,
+      { messages: call.messages, tools: call.tools, responseFormat, sampling: call.sampling },
+      call.sampleIndex ?? 0,
+      call.policyVersion ?? 'base',
+    );
+    const key = cacheKey(identity);
+    const { value, shared } = await flights.run(
+      `${databaseUrl}\n${key}`,
+      async (signal) => {
+        const found = await findCall(pool(), key);
+        if (found) return toResult(found, true);
+        const answer = await completeUpstream(
+          call.endpoint,
+          chatRequestBody(call, responseFormat),
+          backoff,
+          signal,
+        );
+        const choice = answer.completion.choices[0]!;
+        const { stored, inserted } = await storeCall(pool(), {
+          ...identity,
+          cacheKey: key,
+          runId: call.runId,
+          role: call.role,
+          response: { message: choice.message, finishReason: choice.finish_reason ?? 'stop' },
+          promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
+          completionTokens: answer.completion.usage?.completion_tokens ?? 0,
+          latencyMs: answer.latencyMs,
+          attempts: answer.attempts,
+        });
+        return toResult(stored, !inserted);
+      },
+      call.signal,
+    );
+    return shared ? { ...value, cached: true } : value;
+  }
+
+  async function structured<S extends z.ZodType>(
+    call: ModelCall,
+    schema: S,
+    schemaName: string,
+  ): Promise<StructuredResult<z.output<S>>> {
+    const responseFormat = jsonSchemaResponseFormat(schema, schemaName);
+    const first = await complete(call, responseFormat);
+    const checked = checkStructured(first.message, first.finishReason, schema, maxStructuredBytes);
+    if (checked.ok) {
+      return { value: checked.value, cacheKey: first.cacheKey, repaired: false, ...summary([first]) };
+    }
+    const repairCall: ModelCall = {
+      ...call,
+      messages: [
+        ...call.messages,
+        ...repairMessages(first.message.content, checked, schemaName, responseFormat.json_schema.schema),
+      ],
+    };
+    const repair = await complete(repairCall, responseFormat);
+    const rechecked = checkStructured(repair.message, repair.finishReason, schema, maxStructuredBytes);
+    if (rechecked.ok) {
+      return {
+        value: rechecked.value,
+        cacheKey: first.cacheKey,
+        repaired: true,
+        ...summary([first, repair]),
+      };
+    }
+    await recordRejection(pool(), {
+      cacheKey: first.cacheKey,
+      runId: call.runId,
+      role: call.role,
+      schemaName,
+      reason: rechecked.reason,
+      rawOutput: repair.message.content ?? JSON.stringify(repair.message),
+    });
+    throw new StructuredOutputRejectedError(first.cacheKey, schemaName, rechecked.reason, rechecked.detail);
+  }
+
+  return {
+    chat: (call) => complete(call),
+    structured,
+    usageByRole: (runId) => queryUsageByRole(pool(), runId),
+  };
+}
+
+/**
+ * Calls, tokens, attempts and rejections per role of one run, read from the ledger of the given
+ * database (the CLI's report; works after the run's workers are gone).
+ */
+export function usageByRole(databaseUrl: string, runId: string): Promise<RoleUsage[]> {
+  return queryUsageByRole(getPool(databaseUrl), runId);
+}
+
+function toResult(stored: StoredCall, cached: boolean): ChatResult {
+  return {
+    cacheKey: stored.cacheKey,
+    message: stored.response.message,
+    finishReason: stored.response.finishReason,
+    usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens },
+    cached,
+    latencyMs: stored.latencyMs,
+    attempts: stored.attempts,
+  };
+}
+
+/** Usage, latency and cache status over the calls behind one structured answer; the last message wins. */
+function summary(calls: ChatResult[]) {
+  const last = calls[calls.length - 1]!;
+  return {
+    message: last.message,
+    usage: {
+      promptTokens: calls.reduce((sum, c) => sum + c.usage.promptTokens, 0),
+      completionTokens: calls.reduce((sum, c) => sum + c.usage.completionTokens, 0),
+    },
+    cached: calls.every((c) => c.cached),
+    latencyMs: calls.reduce((sum, c) => sum + c.latencyMs, 0),
+  };
+}

@@ -1,0 +1,86 @@
+import type {
+  ChatCompletionMessage,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
+import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint';
+
+export type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool };
+
+/** One logical model call. Everything that changes the answer is part of its cache key. */
+export interface ModelCall {
+  /** Where to send it; the key is read from `process.env[endpoint.apiKeyEnv]`, never passed here. */
+  readonly endpoint: ModelEndpoint;
+  /** The conversation, in OpenAI chat format. */
+  readonly messages: readonly ChatCompletionMessageParam[];
+  /** Function-calling tools offered to the model; tool calls come back untouched in `message`. */
+  readonly tools?: readonly ChatCompletionTool[];
+  /** Sampling settings; with a `seed`, sample i is sent with seed + i so samples differ. */
+  readonly sampling: Sampling;
+  /** Which of several samples of the same request this is (GRPO groups, mean@k). Default 0. */
+  readonly sampleIndex?: number;
+  /** Version of the policy weights behind the endpoint; a new version never reuses old answers. Default 'base'. */
+  readonly policyVersion?: string;
+  /** Workflow id of the run that pays for the call (usage ledger). */
+  readonly runId?: string;
+  /** Pipeline role of the call (teacher, user-sim, tool-sim, judge, ...), for the usage ledger. */
+  readonly role?: string;
+  /** Cancels waiting, retrying and the HTTP request; the call then rejects with `signal.reason`. */
+  readonly signal?: AbortSignal;
+}
+
+/** Token usage of one call as reported by the endpoint. */
+export interface TokenUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
+
+/** The answer to a {@link ModelCall}. Identical for every caller of the same key, except `cached`. */
+export interface ChatResult {
+  /** Cache key of the call (sha256 hex); also the primary key of its `llm_calls` row. */
+  readonly cacheKey: string;
+  /** The assistant message exactly as the endpoint returned it (content, tool_calls, refusal). */
+  readonly message: ChatCompletionMessage;
+  /** The endpoint's finish reason (`stop`, `length`, `tool_calls`, ...). */
+  readonly finishReason: string;
+  /** Usage of the stored call; counted once in the ledger however often the answer is read. */
+  readonly usage: TokenUsage;
+  /** True when this invocation made no upstream call (found in the store or joined an in-flight call). */
+  readonly cached: boolean;
+  /** Upstream time of the stored call: first attempt to answer, retries and backoff included. */
+  readonly latencyMs: number;
+  /** HTTP attempts the stored call needed. */
+  readonly attempts: number;
+}
+
+/** A validated structured output and the calls that produced it. */
+export interface StructuredResult<T> {
+  /** The parsed, schema-valid value. */
+  readonly value: T;
+  /** Cache key of the first call (the logical identity of the request). */
+  readonly cacheKey: string;
+  /** True when the first output was invalid and the repair call's output was accepted. */
+  readonly repaired: boolean;
+  /** The message whose content was accepted. */
+  readonly message: ChatCompletionMessage;
+  /** Usage summed over the first call and the repair call. */
+  readonly usage: TokenUsage;
+  /** True when no call involved went upstream in this invocation. */
+  readonly cached: boolean;
+  /** Upstream time summed over the calls involved. */
+  readonly latencyMs: number;
+}
+
+/** Tokens and calls of one role in one run, read from the ledger. */
+export interface RoleUsage {
+  /** Role recorded with the calls; null for calls made without one. */
+  readonly role: string | null;
+  /** Stored (distinct, paid) calls. */
+  readonly calls: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  /** HTTP attempts, retries included. */
+  readonly attempts: number;
+  /** Structured outputs rejected after repair. */
+  readonly rejections: number;
+}

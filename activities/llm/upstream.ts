@@ -1,0 +1,211 @@
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsNonStreaming,
+} from 'openai/resources/chat/completions';
+import type { ModelEndpoint } from '../../schemas/model-endpoint';
+import { backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from './backoff';
+import { normalizeBaseUrl, sha256 } from './cache-key';
+import { ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors';
+import { estimateTokens, limiterFor } from './rate-limiter';
+import type { ModelCall } from './types';
+
+/** Sent as the key to endpoints that need none (vLLM, llama.cpp), which still expect a bearer header. */
+const NO_KEY = 'unused';
+
+const clients = new Map<string, OpenAI>();
+
+/**
+ * The `openai` client for an endpoint. The key is read from `process.env[endpoint.apiKeyEnv]` at
+ * call time and never travels in a spec or payload. The client's own retries are off: ours honour
+ * the endpoint's limits and Retry-After across all callers.
+ */
+function clientFor(endpoint: ModelEndpoint): OpenAI {
+  const apiKey = (endpoint.apiKeyEnv && process.env[endpoint.apiKeyEnv]) || NO_KEY;
+  // Keyed by a hash of the key so a rotated key gets a new client and the map holds no secret text.
+  const id = `${normalizeBaseUrl(endpoint.baseUrl)}\n${sha256(apiKey)}`;
+  let client = clients.get(id);
+  if (!client) {
+    client = new OpenAI({
+      baseURL: endpoint.baseUrl,
+      apiKey,
+      maxRetries: 0,
+      timeout: endpoint.timeoutMs,
+      // The spec fully describes the endpoint: no organization/project headers picked up from env.
+      organization: null,
+      project: null,
+    });
+    clients.set(id, client);
+  }
+  return client;
+}
+
+/**
+ * The request body sent upstream. With a sampling seed, sample i is sent with seed + i: the same
+ * seed for every sample of a GRPO group would make them identical on servers that honour seeds.
+ * `max_tokens` (not `max_completion_tokens`) because every OpenAI-compatible server accepts it.
+ */
+export function chatRequestBody(
+  call: ModelCall,
+  responseFormat?: unknown,
+): ChatCompletionCreateParamsNonStreaming {
+  const { sampling } = call;
+  return {
+    model: call.endpoint.model,
+    messages: [...call.messages],
+    ...(call.tools?.length ? { tools: [...call.tools] } : {}),
+    ...(responseFormat
+      ? { response_format: responseFormat as ChatCompletionCreateParamsNonStreaming['response_format'] }
+      : {}),
+    temperature: sampling.temperature,
+    top_p: sampling.topP,
+    max_tokens: sampling.maxTokens,
+    ...(sampling.seed !== undefined ? { seed: sampling.seed + (call.sampleIndex ?? 0) } : {}),
+  };
+}
+
+/** Why one HTTP attempt failed, and whether another attempt may succeed. */
+class AttemptFailure extends Error {
+  constructor(
+    readonly retryable: boolean,
+    readonly reason: string,
+    readonly status?: number,
+    readonly retryAfterMs?: number,
+  ) {
+    super(reason);
+  }
+}
+
+/** A successful upstream answer. */
+export interface UpstreamAnswer {
+  readonly completion: ChatCompletion;
+  /** HTTP attempts made, the successful one included. */
+  readonly attempts: number;
+  /** From the first attempt's start to the answer, retries and backoff included. */
+  readonly latencyMs: number;
+}
+
+/**
+ * Sends a chat completion request within the endpoint's limits, retrying 429, 5xx, 408, timeouts,
+ * connection errors and unparseable bodies with exponential backoff (or the endpoint's
+ * Retry-After) up to `endpoint.maxRetries` times. Other 4xx fail at once with
+ * {@link ModelRequestRejectedError}; exhausted retries with {@link ModelRetriesExhaustedError}.
+ * An aborted `signal` rejects with its reason at any point.
+ */
+export async function completeUpstream(
+  endpoint: ModelEndpoint,
+  body: ChatCompletionCreateParamsNonStreaming,
+  backoff: BackoffOptions,
+  signal?: AbortSignal,
+): Promise<UpstreamAnswer> {
+  const limiter = limiterFor(endpoint);
+  const client = clientFor(endpoint);
+  const promptChars =
+    JSON.stringify(body.messages).length + (body.tools ? JSON.stringify(body.tools).length : 0);
+  const estimate = estimateTokens(body.max_tokens ?? 0, promptChars);
+  const maxRetryAfterMs = backoff.maxRetryAfterMs ?? 300_000;
+  let started: number | undefined;
+  for (let attempt = 1; ; attempt++) {
+    const permit = await limiter.acquire(estimate, signal);
+    started ??= Date.now();
+    let failure: AttemptFailure;
+    try {
+      const completion = await attemptOnce(client, endpoint, body, signal);
+      const usage = completion.usage;
+      permit.release(usage ? usage.prompt_tokens + usage.completion_tokens : undefined);
+      return { completion, attempts: attempt, latencyMs: Date.now() - started };
+    } catch (error) {
+      // Pause before freeing the slot, or the next waiter would be sent straight into the 429.
+      if (error instanceof AttemptFailure && error.status === 429 && error.retryAfterMs !== undefined) {
+        limiter.pause(Math.min(error.retryAfterMs, maxRetryAfterMs));
+      }
+      permit.release();
+      if (!(error instanceof AttemptFailure)) throw error; // the caller aborted
+      failure = error;
+    }
+    const url = normalizeBaseUrl(endpoint.baseUrl);
+    if (!failure.retryable) {
+      throw new ModelRequestRejectedError(url, endpoint.model, failure.status ?? 0, failure.reason);
+    }
+    if (attempt > endpoint.maxRetries) {
+      throw new ModelRetriesExhaustedError(url, endpoint.model, attempt, failure.status, failure.reason);
+    }
+    let wait: number;
+    if (failure.retryAfterMs !== undefined) {
+      const asked = Math.min(failure.retryAfterMs, maxRetryAfterMs);
+      // A little on top, never below what was asked, so the callers it paused do not return as one.
+      wait = asked + Math.round(Math.random() * Math.min(1000, asked * 0.1));
+    } else {
+      wait = backoffDelayMs(attempt, backoff);
+    }
+    await sleep(wait, signal);
+  }
+}
+
+/** One HTTP attempt bounded by `endpoint.timeoutMs`, headers and body included. */
+async function attemptOnce(
+  client: OpenAI,
+  endpoint: ModelEndpoint,
+  body: ChatCompletionCreateParamsNonStreaming,
+  signal: AbortSignal | undefined,
+): Promise<ChatCompletion> {
+  // Our own timer: the client's timeout stops at the headers, a server can still hang in the body.
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error(`timed out after ${endpoint.timeoutMs} ms`));
+  }, endpoint.timeoutMs);
+  const onAbort = () => controller.abort(signal!.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const completion: unknown = await client.chat.completions.create(body, {
+      signal: controller.signal,
+      maxRetries: 0,
+      timeout: endpoint.timeoutMs,
+    });
+    return checkCompletion(completion);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw classify(error, timedOut, endpoint.timeoutMs);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A 2xx answer must have a first choice with a message; anything else is a broken body. */
+function checkCompletion(completion: unknown): ChatCompletion {
+  const choice = (completion as ChatCompletion | undefined)?.choices?.[0];
+  if (typeof completion !== 'object' || !choice || typeof choice.message !== 'object' || !choice.message) {
+    const shown = typeof completion === 'string' ? completion.slice(0, 200) : typeof completion;
+    throw new AttemptFailure(true, `unparseable response body (no choices[0].message): ${shown}`, 200);
+  }
+  return completion as ChatCompletion;
+}
+
+function classify(error: unknown, timedOut: boolean, timeoutMs: number): AttemptFailure {
+  if (error instanceof AttemptFailure) return error;
+  if (timedOut || error instanceof APIConnectionTimeoutError) {
+    return new AttemptFailure(true, `timed out after ${timeoutMs} ms`);
+  }
+  if (error instanceof APIConnectionError) {
+    const cause = (error as { cause?: unknown }).cause;
+    return new AttemptFailure(
+      true,
+      `connection error: ${error.message}${cause ? ` (${String(cause)})` : ''}`,
+    );
+  }
+  if (error instanceof APIError && typeof error.status === 'number') {
+    const status = error.status;
+    const retryable = status === 429 || status === 408 || status >= 500;
+    return new AttemptFailure(
+      retryable,
+      error.message,
+      status,
+      retryable ? retryAfterMs(error.headers) : undefined,
+    );
+  }
+  // The status was fine but the body could not be read or parsed (cut connection, invalid JSON).
+  return new AttemptFailure(true, `unparseable response body: ${String((error as Error)?.message ?? error)}`);
+}

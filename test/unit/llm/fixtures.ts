@@ -1,0 +1,60 @@
+import pg from 'pg';
+import {
+  ModelEndpointSchema,
+  SamplingSchema,
+  type ModelEndpoint,
+  type ModelEndpointInput,
+} from '../../../schemas/model-endpoint';
+import type { ModelServer } from '../../support/model-server';
+
+/**
+ * An endpoint on the test server. Give each test its own `model` name: limiters and cache keys
+ * are per (base URL, model), so tests sharing a server stay independent.
+ */
+export function endpointOf(
+  server: ModelServer,
+  model: string,
+  overrides: Partial<ModelEndpointInput> = {},
+): ModelEndpoint {
+  return ModelEndpointSchema.parse({
+    baseUrl: server.url,
+    model,
+    timeoutMs: 5_000,
+    maxRetries: 4,
+    ...overrides,
+  });
+}
+
+/** Deterministic sampling with a small completion budget. */
+export const sampling = SamplingSchema.parse({ temperature: 0, maxTokens: 64 });
+
+/** A system message carrying the test server's role marker. */
+export function system(role: string, text = 'You are a test model.'): { role: 'system'; content: string } {
+  return { role: 'system', content: `${text}\nrole: ${role}` };
+}
+
+/** Runs one query on a short-lived connection (independent of the pool under test). */
+export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Rows of `llm_calls` for a cache key. */
+export async function callRows(url: string, cacheKey: string) {
+  return query<{
+    prompt_tokens: number;
+    completion_tokens: number;
+    upstream_attempts: number;
+    run_id: string | null;
+    role: string | null;
+  }>(url, 'SELECT * FROM llm_calls WHERE cache_key = $1', [cacheKey]);
+}
