@@ -2,6 +2,7 @@ import { loadEnvironment } from '../schemas/environment';
 import { createModelClient } from './llm';
 import { createRunActivities } from './runs';
 import { createSmokeActivities } from './smoke';
+import { createSynthesisActivities } from './synthesis';
 
 /** What the activities need from the worker process. */
 export interface ActivityDependencies {
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDependencies = { databaseUrl: loa
   return {
     ...createRunActivities(deps.databaseUrl),
     ...createSmokeActivities(models),
+    ...createSynthesisActivities(deps.databaseUrl, models),
   };
 }
 

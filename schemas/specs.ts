@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SpecValidationError, specIssues } from './spec-error';
 import { SmokeSpecSchema } from './smoke-spec';
+import { SynthesisSpecSchema } from './synthesis-spec';
 
 /**
  * Every pipeline kind and its spec schema. The kind is also the Temporal workflow type, so the
@@ -8,6 +9,7 @@ import { SmokeSpecSchema } from './smoke-spec';
  */
 export const SPEC_SCHEMAS = {
   Smoke: SmokeSpecSchema,
+  Synthesis: SynthesisSpecSchema,
 } as const;
 
 /** A pipeline kind. */

@@ -1,2 +1,4 @@
 // Every pipeline workflow, registered by name: the name is the spec kind and the UI's workflow type.
 export { Smoke } from './smoke';
+export { Synthesis } from './synthesis';
+export { SynthesisTask } from './synthesis-task';

@@ -1,0 +1,86 @@
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { loadEnvironment } from '../../schemas/environment';
+import type { ModelRole } from '../../schemas/model-endpoint';
+import type { SynthesisSpec } from '../../schemas/synthesis-spec';
+import type { ModelClient } from '../llm';
+import { getPool } from '../store/db';
+import type { TemplateChoice } from '../templates/templates';
+import { runEpisode, type EpisodeSummary } from '../world';
+import { exportDataset } from './export';
+import { loadPersonas, type LoadPersonasInput } from './personas';
+import { synthesisReport } from './report';
+import { createStageActivities } from './stages';
+
+/** Input of one teacher demonstration in the mock world. */
+export interface DemonstrationInput {
+  readonly episodeId: string;
+  readonly taskId: string;
+  readonly sampleIndex: number;
+  readonly maxTurns: number;
+  readonly models: SynthesisSpec['models'];
+  readonly templates: TemplateChoice;
+}
+
+/** How often a running episode heartbeats, whatever its turns take. */
+const HEARTBEAT_EVERY_MS = 10_000;
+
+/** Every activity of the synthesis pipeline, bound to one database and model client. */
+export function createSynthesisActivities(databaseUrl: string, models: ModelClient) {
+  const pool = () => getPool(databaseUrl);
+  return {
+    ...createStageActivities(pool, models),
+
+    /** Loads the run's personas into PostgreSQL; returns counts only. */
+    async loadSynthesisPersonas(input: LoadPersonasInput) {
+      return loadPersonas(pool(), input);
+    },
+
+    /**
+     * Stage (d): the teacher solves the task once in the mock world. Heartbeats on every turn and
+     * on a timer (a slow model call must not look like a dead worker); a retry resumes the episode
+     * from its last checkpointed turn.
+     */
+    async runDemonstration(input: DemonstrationInput): Promise<EpisodeSummary> {
+      const context = Context.current();
+      const timer = setInterval(() => context.heartbeat({ alive: true }), HEARTBEAT_EVERY_MS);
+      try {
+        return await runEpisode(
+          { pool: pool(), models },
+          {
+            episodeId: input.episodeId,
+            taskId: input.taskId,
+            purpose: 'demonstration',
+            sampleIndex: input.sampleIndex,
+            policyVersion: 'teacher',
+            runId: input.taskId,
+            agentRoleName: 'teacher',
+            agent: input.models.teacher as ModelRole,
+            toolSimulator: input.models.toolSimulator,
+            userSimulator: input.models.userSimulator,
+            maxTurns: input.maxTurns,
+            templates: input.templates,
+          },
+          { onTurn: (progress) => context.heartbeat(progress), signal: context.cancellationSignal },
+        );
+      } finally {
+        clearInterval(timer);
+      }
+    },
+
+    /** Writes the statistics report and the exported dataset, and marks the run completed. */
+    async finishSynthesis({ runId }: { runId: string }): Promise<{ directory: string; kept: number }> {
+      const report = await synthesisReport(pool(), runId);
+      const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', runId);
+      const exported = await exportDataset(pool(), runId, directory);
+      await pool().query(
+        `UPDATE runs SET status = 'completed', summary = $2, updated_at = now() WHERE run_id = $1`,
+        [runId, JSON.stringify({ ...report, dataset: { directory, tasksFile: exported.tasksFile, verlFile: exported.verlFile, rows: exported.rows } })],
+      );
+      return { directory, kept: exported.rows };
+    },
+  };
+}
+
+/** The synthesis activities' interface, for `proxyActivities`. */
+export type SynthesisActivities = ReturnType<typeof createSynthesisActivities>;

@@ -1,0 +1,89 @@
+import type pg from 'pg';
+
+/** The statistics of a synthesis run (the seed's Table 1 analogue), all from PostgreSQL. */
+export interface SynthesisReport {
+  readonly tasks: number;
+  readonly kept: number;
+  readonly rejected: number;
+  readonly rejectedByReason: Record<string, number>;
+  readonly personasRefused: Record<string, number>;
+  readonly toolsPerTask: Summary;
+  readonly workflowStepsPerTask: Summary;
+  readonly demonstrations: number;
+  readonly demonstrationsKept: number;
+  readonly turnsPerDemonstration: Summary;
+  readonly userQuestionsPerDemonstration: Summary;
+  readonly toolCallsPerDemonstration: Summary;
+  readonly mappingEntries: number;
+  readonly usageByRole: { role: string; calls: number; promptTokens: number; completionTokens: number }[];
+}
+
+/** Mean, min and max of a column over kept tasks (or their demonstrations). */
+export interface Summary {
+  readonly mean: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+const summary = (column: string) =>
+  `json_build_object('mean', round(coalesce(avg(${column}), 0)::numeric, 2), 'min', coalesce(min(${column}), 0), 'max', coalesce(max(${column}), 0))`;
+
+/** Computes the report of run `runId`; tasks are the rows whose id starts with the run id. */
+export async function synthesisReport(pool: pg.Pool, runId: string): Promise<SynthesisReport> {
+  const prefix = `${runId}-task-%`;
+  const [outcomes, shapes, demos, refused, mapping, usage] = await Promise.all([
+    pool.query(`SELECT stage, reject_reason, count(*)::int AS n FROM tasks WHERE run_id = $1 GROUP BY 1, 2`, [runId]),
+    pool.query(
+      `SELECT ${summary('jsonb_array_length(tools)')} AS tools, ${summary('jsonb_array_length(workflow)')} AS steps
+         FROM tasks WHERE run_id = $1 AND stage = 'kept'`,
+      [runId],
+    ),
+    pool.query(
+      `SELECT count(*)::int AS n,
+              count(*) FILTER (WHERE (c.value ->> 'kept')::boolean)::int AS kept,
+              ${summary('e.turns')} AS turns, ${summary('e.user_questions')} AS questions, ${summary('e.tool_calls')} AS calls
+         FROM tasks t
+         JOIN episodes e ON e.task_id = t.task_id AND e.purpose = 'demonstration'
+         LEFT JOIN LATERAL jsonb_array_elements(t.coverage) c ON c.value ->> 'episodeId' = e.episode_id
+        WHERE t.run_id = $1 AND t.stage = 'kept'`,
+      [runId],
+    ),
+    pool.query(`SELECT reason, count(*)::int AS n FROM synthesis_persona_rejections WHERE run_id = $1 GROUP BY 1`, [runId]),
+    pool.query(`SELECT count(*)::int AS n FROM tool_mappings WHERE task_id LIKE $1`, [prefix]),
+    pool.query(
+      `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls,
+              coalesce(sum(prompt_tokens), 0)::int AS "promptTokens", coalesce(sum(completion_tokens), 0)::int AS "completionTokens"
+         FROM llm_calls WHERE run_id LIKE $1 GROUP BY 1 ORDER BY 1`,
+      [prefix],
+    ),
+  ]);
+  const rejectedByReason: Record<string, number> = {};
+  let kept = 0;
+  let rejected = 0;
+  let tasks = 0;
+  for (const row of outcomes.rows) {
+    tasks += row.n;
+    if (row.stage === 'kept') kept += row.n;
+    if (row.stage === 'rejected') {
+      rejected += row.n;
+      rejectedByReason[row.reject_reason] = (rejectedByReason[row.reject_reason] ?? 0) + row.n;
+    }
+  }
+  const demo = demos.rows[0];
+  return {
+    tasks,
+    kept,
+    rejected,
+    rejectedByReason,
+    personasRefused: Object.fromEntries(refused.rows.map((r) => [r.reason, r.n])),
+    toolsPerTask: shapes.rows[0].tools,
+    workflowStepsPerTask: shapes.rows[0].steps,
+    demonstrations: demo.n,
+    demonstrationsKept: demo.kept,
+    turnsPerDemonstration: demo.turns,
+    userQuestionsPerDemonstration: demo.questions,
+    toolCallsPerDemonstration: demo.calls,
+    mappingEntries: mapping.rows[0].n,
+    usageByRole: usage.rows,
+  };
+}

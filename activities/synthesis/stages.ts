@@ -1,0 +1,254 @@
+import type pg from 'pg';
+import type { ModelRole } from '../../schemas/model-endpoint';
+import type { RejectReason, TaskStage } from '../../schemas/synthesis-records';
+import {
+  FuzzyTaskSchema,
+  RefinedToolsetSchema,
+  RubricDraftSchema,
+  ToolsetDraftSchema,
+} from '../../schemas/synthesis-records';
+import type { SynthesisSpec } from '../../schemas/synthesis-spec';
+import type { ModelClient } from '../llm';
+import { resolveEndpoint } from '../llm/default-endpoint';
+import type { TemplateChoice } from '../templates/templates';
+import { callStage } from './teacher-call';
+import { checkToolset } from './tool-validation';
+import { renderTranscript } from './transcript';
+
+/** What every stage activity gets: which task, and the spec settings it needs. */
+export interface StageInput {
+  readonly runId: string;
+  readonly taskId: string;
+  readonly idx: number;
+  readonly seed: number;
+  readonly templates: TemplateChoice;
+}
+
+/** A stage's outcome: done (with small facts for the workflow), or a rejection with its reason. */
+export type StageOutcome =
+  | { readonly ok: true; readonly templateId: string; readonly facts?: Record<string, number> }
+  | { readonly ok: false; readonly reason: RejectReason; readonly detail: string; readonly templateId?: string };
+
+/** Stage activities of one task; each reads and writes its `tasks` row and returns only a small outcome. */
+export function createStageActivities(pool: () => pg.Pool, models: ModelClient) {
+  async function setStage(taskId: string, stage: TaskStage, fields: Record<string, unknown> = {}): Promise<void> {
+    const names = Object.keys(fields);
+    const assignments = names.map((name, i) => `${name} = $${i + 3}`);
+    await pool().query(
+      `UPDATE tasks SET stage = $2, updated_at = now()${assignments.map((a) => `, ${a}`).join('')} WHERE task_id = $1`,
+      [taskId, stage, ...names.map((n) => fields[n])],
+    );
+  }
+
+  async function readTask(taskId: string) {
+    const { rows } = await pool().query('SELECT * FROM tasks WHERE task_id = $1', [taskId]);
+    if (!rows[0]) throw new Error(`task ${taskId} does not exist; the toolset stage creates it`);
+    return rows[0];
+  }
+
+  return {
+    /** Stage (a): scenario, workflow, tool ecosystem, forbidden behaviours, over-specified request. */
+    async synthesizeToolset(input: StageInput & { readonly teacher: ModelRole }): Promise<StageOutcome> {
+      const { rows } = await pool().query(
+        'SELECT persona_id, persona FROM synthesis_personas WHERE run_id = $1 AND idx = $2',
+        [input.runId, input.idx],
+      );
+      const persona = rows[0];
+      if (!persona) return { ok: false, reason: 'invalid_persona', detail: `no persona #${input.idx} was loaded` };
+      await pool().query(
+        `INSERT INTO tasks (task_id, run_id, idx, persona_id) VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO NOTHING`,
+        [input.taskId, input.runId, input.idx, persona.persona_id],
+      );
+      const answer = await callStage(models, {
+        role: 'teacher',
+        model: input.teacher,
+        stage: 'toolset',
+        templates: input.templates,
+        values: { persona: persona.persona },
+        schema: ToolsetDraftSchema,
+        taskId: input.taskId,
+        seed: input.seed,
+      });
+      if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
+      const draft = answer.value;
+      await setStage(input.taskId, 'toolset', {
+        scenario: draft.scenario,
+        workflow: JSON.stringify(draft.workflow),
+        draft_tools: JSON.stringify(draft.tools),
+        forbidden: JSON.stringify(draft.forbidden),
+        request: draft.request,
+      });
+      const check = checkToolset(draft.tools);
+      if (!check.ok) return { ok: false, reason: 'invalid_tools', detail: check.problems.join('; ').slice(0, 2_000) };
+      return { ok: true, templateId: answer.templateId, facts: { tools: check.tools.length, steps: draft.workflow.length } };
+    },
+
+    /** Stage (b): remove self-solvable tools, make outputs simulable, add distractors (each switchable). */
+    async refineToolset(
+      input: StageInput & { readonly teacher: ModelRole; readonly refine: SynthesisSpec['refine'] },
+    ): Promise<StageOutcome> {
+      const task = await readTask(input.taskId);
+      const asked = [
+        input.refine.removeSelfSolvable &&
+          '- Remove tools whose work the assistant could do itself without a tool (arithmetic, formatting, summarising text it already has).',
+        input.refine.makeSimulable &&
+          '- Rewrite tool descriptions so each tool returns concrete, structured data that can be simulated consistently (ids, statuses, records), never open-ended prose or side effects that cannot be observed.',
+        input.refine.distractors > 0 &&
+          `- Add exactly ${input.refine.distractors} distractor tool(s): plausible in this setting but not needed by the workflow.`,
+      ].filter(Boolean);
+      if (asked.length === 0) {
+        await setStage(input.taskId, 'refine', {
+          tools: JSON.stringify(task.draft_tools),
+          refinement: JSON.stringify({ removed: [], distractors: [] }),
+        });
+        return { ok: true, templateId: 'none' };
+      }
+      const answer = await callStage(models, {
+        role: 'teacher',
+        model: input.teacher,
+        stage: 'refine',
+        templates: input.templates,
+        values: { scenario: task.scenario, workflow: task.workflow, tools: task.draft_tools, refinements: asked.join('\n') },
+        schema: RefinedToolsetSchema,
+        taskId: input.taskId,
+        seed: input.seed,
+      });
+      if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
+      const check = checkToolset(answer.value.tools);
+      if (!check.ok) {
+        return { ok: false, reason: 'invalid_refined_tools', detail: check.problems.join('; ').slice(0, 2_000) };
+      }
+      await setStage(input.taskId, 'refine', {
+        tools: JSON.stringify(check.tools),
+        refinement: JSON.stringify({ removed: answer.value.removed, distractors: answer.value.distractors }),
+      });
+      return {
+        ok: true,
+        templateId: answer.templateId,
+        facts: { tools: check.tools.length, removed: answer.value.removed.length, distractors: answer.value.distractors.length },
+      };
+    },
+
+    /** Stage (c): the underspecified instruction I and the user-only context C. */
+    async writeFuzzyTask(input: StageInput & { readonly teacher: ModelRole }): Promise<StageOutcome> {
+      const task = await readTask(input.taskId);
+      const answer = await callStage(models, {
+        role: 'teacher',
+        model: input.teacher,
+        stage: 'instruction',
+        templates: input.templates,
+        values: { scenario: task.scenario, request: task.request, workflow: task.workflow },
+        schema: FuzzyTaskSchema,
+        taskId: input.taskId,
+        seed: input.seed,
+      });
+      if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
+      await setStage(input.taskId, 'instruction', {
+        instruction: answer.value.instruction,
+        hidden_context: answer.value.hiddenContext,
+      });
+      return { ok: true, templateId: answer.templateId };
+    },
+
+    /**
+     * Stage (e): sub-goals and required interactions from the workflow and the demonstrations;
+     * demonstrations that executed less of the workflow than the threshold are dropped, and a task
+     * with none left is discarded (seed §3.3).
+     */
+    async extractRubric(
+      input: StageInput & {
+        readonly rubricExtractor: ModelRole;
+        readonly coverageThreshold: number;
+        readonly episodeIds: readonly string[];
+      },
+    ): Promise<StageOutcome> {
+      const task = await readTask(input.taskId);
+      const { rows: episodes } = await pool().query(
+        'SELECT episode_id, messages FROM episodes WHERE episode_id = ANY($1::text[])',
+        [input.episodeIds],
+      );
+      const byId = new Map(episodes.map((e) => [e.episode_id as string, e]));
+      const ordered = input.episodeIds.map((id) => byId.get(id)).filter((e) => e !== undefined);
+      const answer = await callStage(models, {
+        role: 'rubric-extractor',
+        model: input.rubricExtractor,
+        stage: 'rubric',
+        templates: input.templates,
+        values: {
+          workflow: (task.workflow as string[]).map((step, i) => `${i}. ${step}`).join('\n'),
+          instruction: task.instruction,
+          hiddenContext: task.hidden_context,
+          demonstrations: ordered.map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages)}`).join('\n\n'),
+        },
+        schema: RubricDraftSchema,
+        taskId: input.taskId,
+        seed: input.seed,
+      });
+      if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
+      const steps = (task.workflow as string[]).length;
+      const coverage = ordered.map((episode, i) => {
+        const executed = [...new Set(answer.value.executedSteps[i] ?? [])].filter((s) => s < steps).sort((a, b) => a - b);
+        const fraction = executed.length / steps;
+        return { episodeId: episode.episode_id as string, executedSteps: executed, fraction, kept: fraction >= input.coverageThreshold };
+      });
+      const kept = coverage.filter((c) => c.kept).length;
+      await setStage(input.taskId, 'rubric', {
+        rubric: JSON.stringify({
+          forbidden: task.forbidden,
+          subGoals: answer.value.subGoals,
+          requiredInteractions: answer.value.requiredInteractions,
+        }),
+        coverage: JSON.stringify(coverage),
+      });
+      if (kept === 0) {
+        const best = Math.max(0, ...coverage.map((c) => c.fraction));
+        return {
+          ok: false,
+          reason: 'low_coverage',
+          detail: `best demonstration executed ${(best * 100).toFixed(0)}% of the workflow, below ${(input.coverageThreshold * 100).toFixed(0)}%`,
+          templateId: answer.templateId,
+        };
+      }
+      return { ok: true, templateId: answer.templateId, facts: { keptDemonstrations: kept } };
+    },
+
+    /** Stage (f): the task's outcome and provenance (models, template versions, tokens by role). */
+    async finalizeTask(input: {
+      readonly runId: string;
+      readonly taskId: string;
+      readonly idx: number;
+      readonly outcome: 'kept' | 'rejected';
+      readonly reason?: RejectReason;
+      readonly detail?: string;
+      readonly roles: Record<string, ModelRole>;
+      readonly templateIds: Record<string, string>;
+    }): Promise<void> {
+      const { rows } = await pool().query(
+        `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls,
+                sum(prompt_tokens)::int AS prompt_tokens, sum(completion_tokens)::int AS completion_tokens
+           FROM llm_calls WHERE run_id = $1 GROUP BY 1 ORDER BY 1`,
+        [input.taskId],
+      );
+      const models = Object.fromEntries(
+        Object.entries(input.roles).map(([role, model]) => {
+          const endpoint = resolveEndpoint(model.endpoint);
+          return [role, { model: endpoint.model, baseUrl: endpoint.baseUrl, sampling: model.sampling }];
+        }),
+      );
+      const provenance = { models, templates: input.templateIds, tokensByRole: rows };
+      // A task refused before stage (a) created its row (no persona) still gets one, for the report.
+      await pool().query(
+        `INSERT INTO tasks (task_id, run_id, idx, persona_id) VALUES ($1, $2, $3, '') ON CONFLICT (task_id) DO NOTHING`,
+        [input.taskId, input.runId, input.idx],
+      );
+      await setStage(input.taskId, input.outcome, {
+        reject_reason: input.reason ?? null,
+        reject_detail: input.detail ?? null,
+        provenance: JSON.stringify(provenance),
+      });
+    },
+  };
+}
+
+/** The stage activities' interface, for `proxyActivities`. */
+export type StageActivities = ReturnType<typeof createStageActivities>;

@@ -1,0 +1,45 @@
+import { Ajv } from 'ajv';
+import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool';
+
+/** Tool names the mock world reserves for itself. */
+export const RESERVED_TOOL_NAMES = new Set(['ask_user']);
+
+/** Outcome of checking a generated tool set: the tools, or every reason it is unusable. */
+export type ToolsetCheck = { readonly ok: true; readonly tools: FunctionTool[] } | { readonly ok: false; readonly problems: string[] };
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+
+/**
+ * Checks that a model-generated tool set parses as OpenAI function-calling tools (seed App. A:
+ * samples that do not parse are filtered out): each spec valid, each `parameters` a compilable
+ * JSON schema whose `required` names existing properties, names unique and not reserved.
+ */
+export function checkToolset(candidates: readonly unknown[]): ToolsetCheck {
+  const problems: string[] = [];
+  const tools: FunctionTool[] = [];
+  const seen = new Set<string>();
+  candidates.forEach((candidate, i) => {
+    const parsed = FunctionToolSchema.safeParse(candidate);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) problems.push(`tools[${i}].${issue.path.join('.')}: ${issue.message}`);
+      return;
+    }
+    const tool = parsed.data;
+    const name = tool.function.name;
+    if (seen.has(name)) problems.push(`tools[${i}]: duplicate tool name "${name}"`);
+    if (RESERVED_TOOL_NAMES.has(name)) problems.push(`tools[${i}]: "${name}" is reserved by the mock world`);
+    seen.add(name);
+    const properties = Object.keys(tool.function.parameters.properties);
+    for (const required of tool.function.parameters.required ?? []) {
+      if (!properties.includes(required)) problems.push(`tools[${i}] ${name}: required "${required}" is not a property`);
+    }
+    try {
+      ajv.compile(tool.function.parameters);
+    } catch (error) {
+      problems.push(`tools[${i}] ${name}: parameters is not a valid JSON schema (${(error as Error).message})`);
+    }
+    tools.push(tool);
+  });
+  if (candidates.length === 0) problems.push('the tool set is empty');
+  return problems.length ? { ok: false, problems } : { ok: true, tools };
+}

@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SHIPPED_DIR = path.dirname(fileURLToPath(import.meta.url));
+
+/** The prompt templates of the pipelines, one file per stage. */
+export type TemplateStage =
+  | 'toolset'
+  | 'refine'
+  | 'instruction'
+  | 'agent'
+  | 'toolSimulator'
+  | 'userSimulator'
+  | 'rubric';
+
+/** Which template files a run uses: a shipped version, and per-stage replacement files. */
+export interface TemplateChoice {
+  readonly version: string;
+  readonly overrides: Partial<Record<TemplateStage, string>>;
+}
+
+/** A loaded template: its text and an id for provenance (`v1/toolset` or `file:<sha256 prefix>`). */
+export interface Template {
+  readonly stage: TemplateStage;
+  readonly id: string;
+  readonly text: string;
+}
+
+const cache = new Map<string, Promise<Template>>();
+
+/** Loads the template of `stage` (an override file if the spec names one), cached per process. */
+export function loadTemplate(stage: TemplateStage, choice: TemplateChoice): Promise<Template> {
+  const override = choice.overrides[stage];
+  const file = override ? path.resolve(override) : path.join(SHIPPED_DIR, choice.version, `${stage}.md`);
+  let loaded = cache.get(file);
+  if (!loaded) {
+    loaded = readFile(file, 'utf8').then(
+      (text) => ({
+        stage,
+        text,
+        id: override
+          ? `file:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`
+          : `${choice.version}/${stage}`,
+      }),
+      (error: Error) => {
+        cache.delete(file);
+        throw new Error(`Cannot read the ${stage} template ${file}: ${error.message}`);
+      },
+    );
+    cache.set(file, loaded);
+  }
+  return loaded;
+}
+
+/**
+ * Fills `{{name}}` placeholders. A placeholder without a value is an error, so a template and
+ * its caller cannot drift apart silently. Values that are not strings are written as JSON.
+ */
+export function renderTemplate(template: Template, values: Record<string, unknown>): string {
+  return template.text.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (_, name: string) => {
+    if (!(name in values)) throw new Error(`Template ${template.id} needs a value for {{${name}}}`);
+    const value = values[name];
+    return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+  });
+}

@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+// LLM output contracts of the synthesis stages. Tools stay `unknown` here: they are checked by
+// the function-calling validator, which records precisely why a tool set is not usable.
+
+/** Stage (a): the teacher's scenario, workflow, tool ecosystem and forbidden behaviours. */
+export const ToolsetDraftSchema = z.object({
+  scenario: z.string().min(1).max(4_000),
+  workflow: z.array(z.string().min(1).max(500)).min(2).max(12),
+  tools: z.array(z.unknown()).min(1).max(24),
+  forbidden: z.array(z.string().min(1).max(500)).min(1).max(3),
+  request: z.string().min(1).max(4_000).describe('The over-specified request that spells out the workflow.'),
+});
+export type ToolsetDraft = z.infer<typeof ToolsetDraftSchema>;
+
+/** Stage (b): the refined tool set and what changed. */
+export const RefinedToolsetSchema = z.object({
+  tools: z.array(z.unknown()).min(1).max(24),
+  removed: z.array(z.object({ name: z.string(), reason: z.string() })).max(24),
+  distractors: z.array(z.string()).max(2),
+});
+export type RefinedToolset = z.infer<typeof RefinedToolsetSchema>;
+
+/** Stage (c): the underspecified instruction I and the user-only context C (seed eq. 3). */
+export const FuzzyTaskSchema = z.object({
+  instruction: z.string().min(1).max(2_000),
+  hiddenContext: z.string().min(1).max(4_000),
+});
+export type FuzzyTask = z.infer<typeof FuzzyTaskSchema>;
+
+/** Stage (e): sub-goals, required user interactions, and which workflow steps each demonstration executed. */
+export const RubricDraftSchema = z.object({
+  subGoals: z.array(z.string().min(1).max(500)).min(1).max(16),
+  requiredInteractions: z.array(z.string().min(1).max(500)).max(8),
+  executedSteps: z
+    .array(z.array(z.number().int().min(0)))
+    .describe('Per demonstration, the 0-based indices of workflow steps it executed.'),
+});
+export type RubricDraft = z.infer<typeof RubricDraftSchema>;
+
+/** The task-level rubric stored with a task (seed §3.3, Table 7). */
+export const RubricSchema = z.object({
+  forbidden: z.array(z.string()),
+  subGoals: z.array(z.string()),
+  requiredInteractions: z.array(z.string()),
+});
+export type Rubric = z.infer<typeof RubricSchema>;
+
+/** Why a task was discarded; each reason is counted in the statistics report. */
+export const RejectReasonSchema = z.enum([
+  'invalid_persona',
+  'invalid_tools',
+  'invalid_refined_tools',
+  'model_output_rejected',
+  'low_coverage',
+]);
+export type RejectReason = z.infer<typeof RejectReasonSchema>;
+
+/** Stages of one task's lifecycle, in order; the last two are outcomes. */
+export const TaskStageSchema = z.enum([
+  'pending',
+  'toolset',
+  'refine',
+  'instruction',
+  'demonstrations',
+  'rubric',
+  'store',
+  'kept',
+  'rejected',
+]);
+export type TaskStage = z.infer<typeof TaskStageSchema>;

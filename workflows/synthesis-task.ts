@@ -1,0 +1,122 @@
+import { getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { SynthesisActivities } from '../activities/synthesis';
+import type { StageOutcome } from '../activities/synthesis/stages';
+import type { RejectReason, TaskStage } from '../schemas/synthesis-records';
+import type { SynthesisSpec } from '../schemas/synthesis-spec';
+import { stageQuery, taskStageSignal } from './synthesis-controls';
+
+const stages = proxyActivities<SynthesisActivities>({
+  startToCloseTimeout: '15 minutes',
+  retry: { maximumInterval: '1 minute' },
+});
+const episodes = proxyActivities<SynthesisActivities>({
+  startToCloseTimeout: '2 hours',
+  // The episode heartbeats while it runs; a dead worker is noticed within this window and the
+  // retry resumes from the last checkpointed turn.
+  heartbeatTimeout: '1 minute',
+  retry: { maximumInterval: '1 minute' },
+});
+
+/** Input of one task's lifecycle: which task, and the spec settings its stages use. */
+export interface SynthesisTaskInput {
+  readonly runId: string;
+  readonly idx: number;
+  readonly spec: Pick<
+    SynthesisSpec,
+    'models' | 'refine' | 'demonstrationsPerTask' | 'maxTurns' | 'coverageThreshold' | 'seed' | 'templates'
+  >;
+}
+
+/** How one task ended. */
+export type SynthesisTaskResult =
+  | { readonly outcome: 'kept'; readonly keptDemonstrations: number }
+  | { readonly outcome: 'rejected'; readonly reason: RejectReason };
+
+/** The task id of task `idx` of a run: also its workflow id. */
+export function taskIdOf(runId: string, idx: number): string {
+  return `${runId}-task-${String(idx).padStart(5, '0')}`;
+}
+
+/**
+ * One task's lifecycle (seed §3.1–3.3): tool set → refinement → fuzzy instruction → K teacher
+ * demonstrations in the mock world → rubric and coverage filter → stored with provenance.
+ * Its stage is queryable, and reported to the dataset workflow as it changes.
+ */
+export async function SynthesisTask(input: SynthesisTaskInput): Promise<SynthesisTaskResult> {
+  const { runId, idx, spec } = input;
+  const taskId = workflowInfo().workflowId;
+  const parent = workflowInfo().parent;
+  let stage: TaskStage = 'pending';
+  setHandler(stageQuery, () => stage);
+
+  const enter = async (next: TaskStage) => {
+    stage = next;
+    if (!parent) return;
+    try {
+      await getExternalWorkflowHandle(parent.workflowId).signal(taskStageSignal, idx, next);
+    } catch {
+      // The dataset run may have closed (cancelled); the task's own stage stays queryable.
+    }
+  };
+
+  const base = { runId, taskId, idx, seed: spec.seed + idx, templates: spec.templates };
+  const templateIds: Record<string, string> = {};
+  const finish = async (outcome: StageOutcome & { ok: false }): Promise<SynthesisTaskResult> => {
+    await stages.finalizeTask({
+      runId,
+      taskId,
+      idx,
+      outcome: 'rejected',
+      reason: outcome.reason,
+      detail: outcome.detail,
+      roles: spec.models,
+      templateIds,
+    });
+    await enter('rejected');
+    return { outcome: 'rejected', reason: outcome.reason };
+  };
+  const step = async (next: TaskStage, run: () => Promise<StageOutcome>) => {
+    await enter(next);
+    const outcome = await run();
+    if (outcome.templateId) templateIds[next] = outcome.templateId;
+    return outcome;
+  };
+
+  let outcome = await step('toolset', () => stages.synthesizeToolset({ ...base, teacher: spec.models.teacher }));
+  if (!outcome.ok) return finish(outcome);
+  outcome = await step('refine', () =>
+    stages.refineToolset({ ...base, teacher: spec.models.teacher, refine: spec.refine }),
+  );
+  if (!outcome.ok) return finish(outcome);
+  outcome = await step('instruction', () => stages.writeFuzzyTask({ ...base, teacher: spec.models.teacher }));
+  if (!outcome.ok) return finish(outcome);
+
+  await enter('demonstrations');
+  const episodeIds = await Promise.all(
+    Array.from({ length: spec.demonstrationsPerTask }, (_, k) =>
+      episodes.runDemonstration({
+        episodeId: `${taskId}-demo-${k}`,
+        taskId,
+        sampleIndex: k,
+        maxTurns: spec.maxTurns,
+        models: spec.models,
+        templates: spec.templates,
+      }),
+    ),
+  );
+
+  outcome = await step('rubric', () =>
+    stages.extractRubric({
+      ...base,
+      rubricExtractor: spec.models.rubricExtractor,
+      coverageThreshold: spec.coverageThreshold,
+      episodeIds: episodeIds.map((e) => e.episodeId),
+    }),
+  );
+  if (!outcome.ok) return finish(outcome);
+
+  await enter('store');
+  await stages.finalizeTask({ runId, taskId, idx, outcome: 'kept', roles: spec.models, templateIds });
+  await enter('kept');
+  return { outcome: 'kept', keptDemonstrations: outcome.facts?.keptDemonstrations ?? 0 };
+}

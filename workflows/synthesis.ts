@@ -1,0 +1,178 @@
+import {
+  CancellationScope,
+  ParentClosePolicy,
+  condition,
+  continueAsNew,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs';
+import type { SynthesisActivities } from '../activities/synthesis';
+import type { TaskStage } from '../schemas/synthesis-records';
+import type { SynthesisSpec } from '../schemas/synthesis-spec';
+import { RunControl } from './run-control';
+import { validateSpec } from './spec-guard';
+import { taskStageQuery, taskStageSignal } from './synthesis-controls';
+import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task';
+
+const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumInterval: '30 seconds' },
+});
+const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>({
+  startToCloseTimeout: '30 minutes',
+  retry: { maximumInterval: '1 minute' },
+});
+
+/** Tasks started per workflow run before it continues as new, keeping each history well under 10k events. */
+export const TASKS_PER_RUN = 150;
+
+/** What a dataset run carries across continue-as-new (small: one character per task). */
+export interface SynthesisProgress {
+  /** Personas loaded (tasks to run). */
+  readonly total: number;
+  /** Next task index to start. */
+  readonly cursor: number;
+  /** One character per task, by index: k kept, r rejected, f failed, . not finished. */
+  readonly outcomes: string;
+  readonly tally: { readonly kept: number; readonly rejected: number; readonly failed: number };
+  readonly rejectedByReason: Record<string, number>;
+}
+
+/** What a finished dataset run returns (the statistics and files are in PostgreSQL and on disk). */
+export interface SynthesisSummary {
+  readonly tasks: number;
+  readonly kept: number;
+  readonly rejected: number;
+  readonly failed: number;
+  readonly rejectedByReason: Record<string, number>;
+  readonly datasetDirectory: string;
+}
+
+const OUTCOME_STAGE: Record<string, TaskStage | 'failed'> = { k: 'kept', r: 'rejected', f: 'failed' };
+
+/**
+ * A synthesis dataset run: loads the personas, runs one task workflow per persona with bounded
+ * concurrency, honours pause/resume/cancel, answers per-stage counts and any task's stage, and
+ * writes the statistics report and the exported dataset at the end.
+ */
+export async function Synthesis(input: unknown, carried?: SynthesisProgress): Promise<SynthesisSummary> {
+  const spec: SynthesisSpec = validateSpec('Synthesis', input);
+  const runId = workflowInfo().workflowId;
+  const control = new RunControl('Synthesis', spec.tasks);
+
+  let progress: SynthesisProgress;
+  if (carried) progress = carried;
+  else {
+    await recordRunStart({ runId, kind: 'Synthesis', spec });
+    control.progress(0, 'loading personas');
+    const loaded = await loadSynthesisPersonas({
+      runId,
+      path: spec.personas.path,
+      offset: spec.personas.offset,
+      limit: spec.tasks,
+    });
+    progress = {
+      total: loaded.loaded,
+      cursor: 0,
+      outcomes: '.'.repeat(loaded.loaded),
+      tally: { kept: 0, rejected: 0, failed: 0 },
+      rejectedByReason: {},
+    };
+  }
+  let cursor = progress.cursor;
+  const outcomes = [...progress.outcomes];
+  const tally = { ...progress.tally };
+  const rejectedByReason = { ...progress.rejectedByReason };
+  const inFlight = new Map<number, TaskStage>();
+
+  const counts = () => {
+    const byStage: Record<string, number> = { pending: progress.total - cursor, ...tally };
+    for (const stage of inFlight.values()) byStage[stage] = (byStage[stage] ?? 0) + 1;
+    return byStage;
+  };
+  const report = (stage: string) => control.progress(tally.kept + tally.rejected + tally.failed, stage, counts());
+
+  setHandler(taskStageSignal, (idx, stage) => {
+    if (inFlight.has(idx)) inFlight.set(idx, stage);
+    report('synthesizing');
+  });
+  setHandler(taskStageQuery, (idx) => {
+    if (idx < 0 || idx >= progress.total) throw new RangeError(`task index ${idx} is outside 0..${progress.total - 1}`);
+    const outcome = outcomes[idx];
+    if (outcome && outcome !== '.') return OUTCOME_STAGE[outcome]!;
+    return inFlight.get(idx) ?? 'pending';
+  });
+
+  const settle = (idx: number, result: SynthesisTaskResult | 'failed') => {
+    const outcome = result === 'failed' ? 'failed' : result.outcome;
+    tally[outcome]++;
+    if (result !== 'failed' && result.outcome === 'rejected') {
+      rejectedByReason[result.reason] = (rejectedByReason[result.reason] ?? 0) + 1;
+    }
+    const mark = outcome === 'failed' ? 'f' : outcome === 'kept' ? 'k' : 'r';
+    outcomes[idx] = mark;
+    inFlight.delete(idx);
+    report('synthesizing');
+  };
+
+  try {
+    let startedHere = 0;
+    report('synthesizing');
+    while (cursor < progress.total) {
+      if (startedHere >= TASKS_PER_RUN || workflowInfo().continueAsNewSuggested) break;
+      await control.untilResumed();
+      if (inFlight.size >= spec.concurrency) {
+        await condition(() => inFlight.size < spec.concurrency);
+        continue;
+      }
+      const idx = cursor++;
+      startedHere++;
+      inFlight.set(idx, 'pending');
+      const child = await startChild(SynthesisTask, {
+        workflowId: taskIdOf(runId, idx),
+        args: [{ runId, idx, spec }],
+        // Children are drained before continue-as-new; on cancel they are asked to stop.
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      });
+      child.result().then(
+        (result) => settle(idx, result),
+        (error) => {
+          if (!isCancellation(error)) settle(idx, 'failed');
+        },
+      );
+    }
+    await condition(() => inFlight.size === 0);
+  } catch (error) {
+    if (isCancellation(error)) {
+      control.setState('cancelled');
+      await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state: 'cancelled' }));
+    }
+    throw error;
+  }
+
+  if (cursor < progress.total) {
+    await continueAsNew<typeof Synthesis>(spec, {
+      total: progress.total,
+      cursor,
+      outcomes: outcomes.join(''),
+      tally,
+      rejectedByReason,
+    });
+  }
+
+  report('writing the report and the dataset');
+  const written = await finishSynthesis({ runId });
+  const summary: SynthesisSummary = {
+    tasks: progress.total,
+    ...tally,
+    rejectedByReason,
+    datasetDirectory: written.directory,
+  };
+  control.progress(progress.total, 'done', counts());
+  control.setState('completed');
+  return summary;
+}
