@@ -1,0 +1,6 @@
+"""mockworld GPU trainer worker: GRPO and SFT steps, exactly once per (run, step), as Temporal activities.
+
+Modules: grpo (advantages and clipped loss), grpo_step and sft (one update over a batch), model
+(policies and transcript tokenization), batches (batch references), checkpoint (atomic per-step
+checkpoints), trainer (exactly-once steps), activities and worker (Temporal). See README.md.
+"""

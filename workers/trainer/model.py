@@ -1,0 +1,230 @@
+"""Policy models and transcript tokenization.
+
+A policy is a transformers causal LM plus a tokenizer that turns a multi-turn transcript (OpenAI chat
+messages) into ``input_ids`` and a ``loss_mask`` that is 1 exactly on the tokens the policy generated:
+the content of assistant turns (text and tool calls) and the end-of-turn token that stopped the
+generation. System, user and tool turns, and the assistant header that the chat template writes before
+a generation, are context, not actions, so they carry no loss (seed paper §3.2: tools and user are
+simulated; only the agent's tokens are trained).
+
+Two tokenizers: ``ByteTokenizer`` (bytes plus a few special tokens, defined here, for the tiny random
+models of tests and CPU runs) and ``ChatTemplateTokenizer`` (a local Hugging Face tokenizer and its chat
+template, for real models). Nothing here downloads: pretrained models load with local_files_only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, Qwen3Config
+
+from .config import PretrainedModelSpec, TinyModelSpec
+from .errors import BadRequestError
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One tokenized transcript."""
+
+    input_ids: list[int]  # (T,)
+    loss_mask: list[int]  # (T,) 1 on policy-generated tokens
+    truncated: bool = False
+
+
+class TranscriptTokenizer(Protocol):
+    """Turns chat messages into token ids and the assistant loss mask."""
+
+    pad_id: int
+
+    def encode(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Encoded: ...
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a message as the byte tokenizer writes it: content, then one JSON line per tool call."""
+    content = message.get("content")
+    if isinstance(content, list):  # OpenAI content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    text = content or ""
+    for call in message.get("tool_calls") or []:
+        text += "\n<tool_call>" + json.dumps(call.get("function", call), sort_keys=True) + "</tool_call>"
+    return text
+
+
+class ByteTokenizer:
+    """Bytes 0..255 plus specials; each turn is ``<role> utf-8 bytes <end>`` after one ``<bos>``.
+
+    For an assistant turn the ``<assistant>`` header is the generation prompt (mask 0); its bytes and
+    ``<end>`` are generated (mask 1). Tools, when given, are a masked JSON turn after ``<bos>``.
+    """
+
+    BOS, END = 256, 257
+    ROLE_IDS = {"system": 258, "user": 259, "assistant": 260, "tool": 261}
+    PAD = 262
+    VOCAB_SIZE = 264  # 263 ids used, rounded up to a multiple of 8
+    pad_id = PAD
+
+    def encode(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Encoded:
+        ids, mask = [self.BOS], [0]
+        if tools:
+            body = list(json.dumps(list(tools), sort_keys=True).encode())
+            ids += [self.ROLE_IDS["system"], *body, self.END]
+            mask += [0] * (len(body) + 2)
+        for m in messages:
+            body = list(message_text(m).encode())
+            generated = 1 if m["role"] == "assistant" else 0
+            ids += [self.ROLE_IDS[m["role"]], *body, self.END]
+            mask += [0] + [generated] * (len(body) + 1)
+        return Encoded(ids, mask)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return bytes(i for i in ids if i < 256).decode(errors="replace")
+
+
+class ChatTemplateTokenizer:
+    """A Hugging Face tokenizer with a chat template; the loss mask comes from prefix differences.
+
+    For assistant message k, the template is rendered for messages[:k] with the generation prompt
+    (what the policy saw) and for messages[:k+1]; the text between them is what the policy wrote. Its
+    tokens up to and including the last end-of-turn token (the tokenizer's eos) get mask 1; anything
+    the template appends after it (a newline) gets 0. Each segment is tokenized on its own, the way
+    the serving engine saw the prompt and then produced the completion. A template that rewrites
+    earlier turns (so one rendering is not a prefix of the next) is refused with the message index.
+    """
+
+    def __init__(self, hf_tokenizer: Any) -> None:
+        if not getattr(hf_tokenizer, "chat_template", None):
+            raise BadRequestError("tokenizer has no chat_template; a pretrained model dir must ship one")
+        self.hf = hf_tokenizer
+        pad = hf_tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else hf_tokenizer.eos_token_id
+        self.eot = hf_tokenizer.eos_token
+
+    def _render(self, messages: Sequence[dict[str, Any]], tools: Any, generation_prompt: bool) -> str:
+        return self.hf.apply_chat_template(
+            list(messages), tools=tools or None, tokenize=False, add_generation_prompt=generation_prompt
+        )
+
+    def _ids(self, text: str) -> list[int]:
+        return self.hf(text, add_special_tokens=False)["input_ids"] if text else []
+
+    def encode(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Encoded:
+        ids: list[int] = []
+        mask: list[int] = []
+        done = ""
+        for k, m in enumerate(messages):
+            if m["role"] != "assistant":
+                continue
+            prompt = self._render(messages[:k], tools, True)
+            full = self._render(messages[: k + 1], tools, False)
+            if not prompt.startswith(done) or not full.startswith(prompt):
+                raise BadRequestError(f"chat template is not prefix-stable at message {k}; cannot locate its tokens")
+            context, completion = prompt[len(done) :], full[len(prompt) :]
+            cut = completion.rfind(self.eot) + len(self.eot) if self.eot and self.eot in completion else len(completion)
+            for text, bit in ((context, 0), (completion[:cut], 1), (completion[cut:], 0)):
+                seg = self._ids(text)
+                ids += seg
+                mask += [bit] * len(seg)
+            done = full
+        rest = self._render(messages, tools, False)
+        if not rest.startswith(done):
+            raise BadRequestError("chat template is not prefix-stable at the end of the transcript")
+        seg = self._ids(rest[len(done) :])
+        return Encoded(ids + seg, mask + [0] * len(seg))
+
+
+@dataclass
+class Policy:
+    """A model and its tokenizer, on one device."""
+
+    model: PreTrainedModel
+    tokenizer: TranscriptTokenizer
+    device: torch.device
+
+
+def tiny_config(spec: TinyModelSpec) -> Qwen3Config:
+    """Qwen3 architecture (the seed paper trains Qwen3-8B/14B) at toy size, byte vocabulary."""
+    return Qwen3Config(
+        vocab_size=ByteTokenizer.VOCAB_SIZE,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.hidden_size // spec.num_heads,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=ByteTokenizer.BOS,
+        eos_token_id=ByteTokenizer.END,
+        pad_token_id=ByteTokenizer.PAD,
+    )
+
+
+def build_tiny_model(spec: TinyModelSpec) -> PreTrainedModel:
+    """A randomly initialized model; the same seed gives the same weights, and global RNG state is untouched."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        model = AutoModelForCausalLM.from_config(tiny_config(spec))
+    return model
+
+
+def load_tokenizer(spec: TinyModelSpec | PretrainedModelSpec) -> TranscriptTokenizer:
+    if isinstance(spec, TinyModelSpec):
+        return ByteTokenizer()
+    return ChatTemplateTokenizer(AutoTokenizer.from_pretrained(spec.path, local_files_only=True))
+
+
+def load_model(
+    spec: TinyModelSpec | PretrainedModelSpec, weights_dir: str | None, device: torch.device
+) -> PreTrainedModel:
+    """The step-0 model of ``spec``, or the weights saved in ``weights_dir`` (a checkpoint), on ``device``."""
+    dtype = torch.float32 if isinstance(spec, TinyModelSpec) else getattr(torch, spec.dtype)
+    if weights_dir is None and isinstance(spec, TinyModelSpec):
+        model = build_tiny_model(spec)
+    else:
+        path = weights_dir or spec.path
+        try:
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+        except OSError as e:
+            raise BadRequestError(f"cannot load a causal LM from {path}: {e}") from e
+    return model.to(device)
+
+
+def pad_batch(
+    items: Sequence[Encoded], pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-pads to the longest item: input_ids (B, T), attention_mask (B, T), loss_mask (B, T)."""
+    t = max(len(e.input_ids) for e in items)
+    ids = torch.full((len(items), t), pad_id, dtype=torch.long)  # (B, T)
+    attn = torch.zeros((len(items), t), dtype=torch.long)  # (B, T)
+    loss = torch.zeros((len(items), t), dtype=torch.long)  # (B, T)
+    for i, e in enumerate(items):
+        n = len(e.input_ids)
+        ids[i, :n] = torch.tensor(e.input_ids)
+        attn[i, :n] = 1
+        loss[i, :n] = torch.tensor(e.loss_mask)
+    return ids.to(device), attn.to(device), loss.to(device)
+
+
+def token_logprobs(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """log pi(x_t | x_<t) for t = 1..T-1: (B, T-1) float32, one row of logits at a time to bound memory."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, T, V)
+    targets = input_ids[:, 1:]  # (B, T-1)
+    rows = []
+    for row_logits, row_targets in zip(logits[:, :-1], targets, strict=False):  # (T-1, V), (T-1,)
+        row_logits = row_logits.float()
+        picked = row_logits.gather(-1, row_targets[:, None]).squeeze(-1)  # (T-1,)
+        rows.append(picked - torch.logsumexp(row_logits, dim=-1))
+    return torch.stack(rows)  # (B, T-1)
+
+
+def truncate(e: Encoded, max_len: int) -> Encoded:
+    """Cuts a transcript on the right to ``max_len`` tokens and marks it truncated."""
+    if len(e.input_ids) <= max_len:
+        return e
+    return Encoded(e.input_ids[:max_len], e.loss_mask[:max_len], truncated=True)

@@ -1,0 +1,235 @@
+"""Exactly-once trainer steps on top of at-least-once activities.
+
+``Trainer.train_step(run_id, step, batch_ref)`` is idempotent by (run_id, step) (DESIGN: "trainer
+steps are idempotent by (run, step): a retried step that was already applied returns its result"):
+
+* step <= latest applied: the recorded result is returned and nothing is stepped (the same batch_ref
+  and kind are required, else StepMismatchError);
+* step == latest + 1: the state of step latest is loaded (kept in memory between steps, else read from
+  its checkpoint), the update is applied, and step, weights, optimizer state and result are written in
+  one atomic rename; if another worker won that rename, its record is returned instead;
+* step > latest + 1: StepOutOfOrderError, which says which step to apply first.
+
+Step 0 is the initial policy (the model spec); steps count from 1. One step runs at a time per process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import torch
+
+from .batches import canonical, load_batch, parse_batch_ref
+from .checkpoint import CheckpointStore
+from .config import ModelSpec, parse_model_spec, parse_step_config, to_dict
+from .errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
+from .grpo_step import grpo_update
+from .model import ChatTemplateTokenizer, Policy, load_model, load_tokenizer
+from .optim import Progress, apply_step_config, make_optimizer, no_progress
+from .sft import sft_update
+
+KINDS = ("grpo", "sft")
+
+
+def default_device() -> torch.device:
+    """MOCKWORLD_TRAINER_DEVICE if set (cpu, cuda, cuda:1), else the first GPU, else the CPU."""
+    name = os.environ.get("MOCKWORLD_TRAINER_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+@dataclass
+class _RunState:
+    run_id: str
+    step: int
+    policy: Policy
+    optimizer: torch.optim.Optimizer
+
+
+def _result(record: dict[str, Any], model_path: str, replayed: bool) -> dict[str, Any]:
+    return {
+        "run_id": record["run_id"],
+        "step": record["step"],
+        "kind": record["kind"],
+        "metrics": record["metrics"],
+        "model_path": model_path,
+        "applied_at": record["applied_at"],
+        "replayed": replayed,
+    }
+
+
+class Trainer:
+    """Holds at most one run's policy and optimizer in memory; everything durable is in the store."""
+
+    def __init__(self, store: CheckpointStore | None = None, device: torch.device | None = None) -> None:
+        self.store = store or CheckpointStore()
+        self.device = device or default_device()
+        self._lock = threading.Lock()
+        self._state: _RunState | None = None
+        self._ref: tuple[str, Policy] | None = None
+
+    # --- public operations ---------------------------------------------------------------------
+    def train_step(
+        self,
+        run_id: str,
+        step: int,
+        batch_ref: Any,
+        *,
+        kind: str = "grpo",
+        model: Any = None,
+        config: Any = None,
+        progress: Progress = no_progress,
+    ) -> dict[str, Any]:
+        """Applies step ``step`` of ``run_id`` exactly once; see the module docstring."""
+        if kind not in KINDS:
+            raise BadRequestError(f"kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+        if type(step) is not int or step < 1:
+            raise BadRequestError(f"step: expected an integer >= 1 (step 0 is the initial policy), got {step!r}")
+        ref = parse_batch_ref(batch_ref, run_id, step)
+        cfg = parse_step_config(config)
+        spec = parse_model_spec(model) if model is not None else None
+        step_dir = self.store.step_dir(run_id, step)  # validates run_id
+        with self._lock:
+            latest = self.store.latest_step(run_id)
+            if step <= latest:
+                return self._replay(run_id, step, kind, ref)
+            if step > latest + 1:
+                raise StepOutOfOrderError(
+                    f"run {run_id}: step {step} was asked for but the latest applied step is {latest}; "
+                    f"apply step {latest + 1} first (step n needs the state after step n-1)",
+                    run_id=run_id,
+                    step=step,
+                )
+            spec = self._run_spec(run_id, spec, latest)
+            records = load_batch(ref, grpo=kind == "grpo")
+            try:
+                state = self._load_state(run_id, latest, spec)
+            except CheckpointMissingError:
+                if self.store.latest_step(run_id) >= step:  # another worker applied it and pruned under us
+                    return self._replay(run_id, step, kind, ref)
+                raise
+            started = time.monotonic()
+            try:
+                apply_step_config(state.optimizer, cfg)
+                if kind == "grpo":
+                    ref_policy = self._reference(run_id, spec) if cfg.kl_coef > 0 else None
+                    metrics = grpo_update(state.policy, state.optimizer, records, cfg, ref_policy, progress)
+                else:
+                    metrics = sft_update(state.policy, state.optimizer, records, cfg, progress)
+                metrics["duration_s"] = round(time.monotonic() - started, 3)
+                metrics = {k: v if not isinstance(v, float) or math.isfinite(v) else None for k, v in metrics.items()}
+                record = {
+                    "run_id": run_id,
+                    "step": step,
+                    "kind": kind,
+                    "batch_ref": ref,
+                    "config": to_dict(cfg),
+                    "model": to_dict(spec),
+                    "metrics": metrics,
+                    "applied_at": datetime.now(UTC).isoformat(),
+                }
+                progress("save", 0, 1)
+                tokenizer = state.policy.tokenizer
+                hf_tok = tokenizer.hf if isinstance(tokenizer, ChatTemplateTokenizer) else None
+                record, won = self.store.save_step(run_id, step, state.policy.model, state.optimizer, record, hf_tok)
+                progress("save", 1, 1)
+            except BaseException:
+                self._state = None  # the in-memory weights may be half-updated: reload from disk next time
+                raise
+            if won:
+                state.step = step
+            else:
+                self._state = None  # another worker applied this step first; its weights are the truth
+            return _result(record, str(step_dir / "model"), replayed=not won)
+
+    def latest_policy(self, run_id: str) -> dict[str, Any]:
+        """The newest applied step of a run and where its weights are (``None`` at step 0 of a tiny model)."""
+        latest = self.store.latest_step(run_id)
+        manifest = self.store.read_manifest(run_id)
+        base = manifest["model"] if manifest else None
+        if latest == 0:
+            path = base["path"] if base and base["kind"] == "pretrained" else None
+            return {"run_id": run_id, "step": 0, "model_path": path, "base_model": base, "kind": None, "metrics": None}
+        record = self.store.read_record(run_id, latest) or {}
+        return {
+            "run_id": run_id,
+            "step": latest,
+            "model_path": str(self.store.weights_dir(run_id, latest)),
+            "base_model": base,
+            "kind": record.get("kind"),
+            "metrics": record.get("metrics"),
+        }
+
+    def save_checkpoint(self, run_id: str, step: int | None = None) -> dict[str, Any]:
+        """Pins the weights of ``step`` (default: the latest) so retention never removes them."""
+        latest = self.store.latest_step(run_id)
+        step = latest if step is None else step
+        if type(step) is not int or step < 1 or step > latest:
+            raise BadRequestError(
+                f"run {run_id}: cannot pin step {step!r}; applied steps are 1..{latest} (step 0 is the base model)",
+                run_id=run_id,
+                step=step if isinstance(step, int) else None,
+            )
+        path = self.store.pin(run_id, step)
+        return {"run_id": run_id, "step": step, "model_path": str(path), "pinned": True}
+
+    # --- internals ------------------------------------------------------------------------------
+    def _replay(self, run_id: str, step: int, kind: str, ref: dict[str, Any]) -> dict[str, Any]:
+        record = self.store.read_record(run_id, step)
+        assert record is not None
+        if record["kind"] != kind or canonical(record["batch_ref"]) != canonical(ref):
+            raise StepMismatchError(
+                f"run {run_id}: step {step} was applied as {record['kind']} with batch_ref "
+                f"{canonical(record['batch_ref'])}; now asked as {kind} with {canonical(ref)}",
+                run_id=run_id,
+                step=step,
+            )
+        return _result(record, str(self.store.step_dir(run_id, step) / "model"), replayed=True)
+
+    def _run_spec(self, run_id: str, spec: ModelSpec | None, latest: int) -> ModelSpec:
+        """The run's model spec: fixed once a step is applied; the first step must name it."""
+        manifest = self.store.read_manifest(run_id)
+        if latest >= 1 and manifest is not None:
+            recorded = parse_model_spec(manifest["model"])
+            if spec is not None and canonical(to_dict(spec)) != canonical(to_dict(recorded)):
+                raise StepMismatchError(
+                    f"run {run_id} trains model {canonical(to_dict(recorded))}; got {canonical(to_dict(spec))}",
+                    run_id=run_id,
+                )
+            return recorded
+        if spec is None:
+            raise BadRequestError(f"run {run_id}: 'model' is required until the first step is applied", run_id=run_id)
+        if manifest is None or canonical(manifest["model"]) != canonical(to_dict(spec)):
+            if manifest is not None:  # no step was applied with the old spec: the new one replaces it
+                (self.store.run_dir(run_id) / "run.json").unlink()
+            self.store.ensure_manifest(run_id, {"run_id": run_id, "model": to_dict(spec)})
+        return spec
+
+    def _load_state(self, run_id: str, latest: int, spec: ModelSpec) -> _RunState:
+        s = self._state
+        if s is not None and s.run_id == run_id and s.step == latest:
+            return s
+        self._state = None
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        weights = None if latest == 0 else str(self.store.weights_dir(run_id, latest))
+        model = load_model(spec, weights, self.device)
+        policy = Policy(model, load_tokenizer(spec), self.device)
+        optimizer = make_optimizer(model, parse_step_config(None))
+        if latest > 0:
+            optimizer.load_state_dict(self.store.load_optimizer_state(run_id, latest, self.device))
+        self._state = _RunState(run_id, latest, policy, optimizer)
+        return self._state
+
+    def _reference(self, run_id: str, spec: ModelSpec) -> Policy:
+        """pi_ref for the optional KL term: the step-0 policy of the run, frozen."""
+        if self._ref is None or self._ref[0] != run_id:
+            model = load_model(spec, None, self.device)
+            model.requires_grad_(False)
+            self._ref = (run_id, Policy(model, load_tokenizer(spec), self.device))
+        return self._ref[1]
