@@ -77,6 +77,7 @@ export function createModelClient(options: ModelClientOptions = {}): ModelClient
           chatRequestBody(call, responseFormat),
           backoff,
           signal,
+          call.role,
         );
         const choice = answer.completion.choices[0]!;
         const { stored, inserted } = await storeCall(pool(), {

@@ -13,6 +13,17 @@ import type { ModelCall } from './types';
 /** Sent as the key to endpoints that need none (vLLM, llama.cpp), which still expect a bearer header. */
 const NO_KEY = 'unused';
 
+/**
+ * Header naming the pipeline role of a request (teacher, policy, tool-simulator, ...). Servers
+ * ignore it; it lets a gateway or the test model server tell roles apart without reading prompts.
+ */
+export const ROLE_HEADER = 'X-Mockworld-Role';
+
+/** The role header for a call, or none: a value that is not printable ASCII is not sent. */
+function roleHeaders(role: string | undefined): Record<string, string> | undefined {
+  return role && /^[\x20-\x7e]{1,200}$/.test(role) ? { [ROLE_HEADER]: role } : undefined;
+}
+
 const clients = new Map<string, OpenAI>();
 
 /**
@@ -90,13 +101,14 @@ export interface UpstreamAnswer {
  * connection errors and unparseable bodies with exponential backoff (or the endpoint's
  * Retry-After) up to `endpoint.maxRetries` times. Other 4xx fail at once with
  * {@link ModelRequestRejectedError}; exhausted retries with {@link ModelRetriesExhaustedError}.
- * An aborted `signal` rejects with its reason at any point.
+ * An aborted `signal` rejects with its reason at any point. `role` travels as {@link ROLE_HEADER}.
  */
 export async function completeUpstream(
   endpoint: ModelEndpoint,
   body: ChatCompletionCreateParamsNonStreaming,
   backoff: BackoffOptions,
   signal?: AbortSignal,
+  role?: string,
 ): Promise<UpstreamAnswer> {
   const limiter = limiterFor(endpoint);
   const client = clientFor(endpoint);
@@ -110,7 +122,7 @@ export async function completeUpstream(
     started ??= Date.now();
     let failure: AttemptFailure;
     try {
-      const completion = await attemptOnce(client, endpoint, body, signal);
+      const completion = await attemptOnce(client, endpoint, body, signal, role);
       const usage = completion.usage;
       permit.release(usage ? usage.prompt_tokens + usage.completion_tokens : undefined);
       return { completion, attempts: attempt, latencyMs: Date.now() - started };
@@ -148,6 +160,7 @@ async function attemptOnce(
   endpoint: ModelEndpoint,
   body: ChatCompletionCreateParamsNonStreaming,
   signal: AbortSignal | undefined,
+  role: string | undefined,
 ): Promise<ChatCompletion> {
   // Our own timer: the client's timeout stops at the headers, a server can still hang in the body.
   const controller = new AbortController();
@@ -163,6 +176,7 @@ async function attemptOnce(
       signal: controller.signal,
       maxRetries: 0,
       timeout: endpoint.timeoutMs,
+      headers: roleHeaders(role),
     });
     return checkCompletion(completion);
   } catch (error) {

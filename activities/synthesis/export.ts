@@ -1,7 +1,7 @@
 import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
-import { ASK_USER_TOOL, agentSystemPrompt } from '../world';
+import { ASK_USER_TOOL } from '../world';
 
 /** Where an export was written and how many tasks it holds. */
 export interface ExportResult {
@@ -15,11 +15,16 @@ const BATCH = 200;
 
 /**
  * Writes the kept tasks of a run in two layouts (see README "Dataset format"):
- * `tasks.jsonl` (prompt messages, tools, hidden context, rubric, kept demonstrations, provenance)
+ * `tasks.jsonl` (prompt messages as the mock world shows them to the agent, tools, hidden context, rubric, kept demonstrations, provenance)
  * and `verl.jsonl` (verl's RL dataset layout: prompt, reward_model, extra_info with the rubric and
  * per-tool kwargs). Reads in batches, so memory stays flat whatever the dataset size.
  */
-export async function exportDataset(pool: pg.Pool, runId: string, directory: string): Promise<ExportResult> {
+export async function exportDataset(
+  pool: pg.Pool,
+  runId: string,
+  directory: string,
+  agentSystemPrompt: string,
+): Promise<ExportResult> {
   await mkdir(directory, { recursive: true });
   const tasksFile = path.join(directory, 'tasks.jsonl');
   const verlFile = path.join(directory, 'verl.jsonl');
@@ -40,7 +45,7 @@ export async function exportDataset(pool: pg.Pool, runId: string, directory: str
       if (batch.length === 0) break;
       for (const task of batch) {
         const prompt = [
-          { role: 'system', content: agentSystemPrompt() },
+          { role: 'system', content: agentSystemPrompt },
           { role: 'user', content: task.instruction },
         ];
         const tools = [...task.tools, ASK_USER_TOOL];

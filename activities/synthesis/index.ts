@@ -1,12 +1,11 @@
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { loadEnvironment } from '../../schemas/environment';
-import type { ModelRole } from '../../schemas/model-endpoint';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec';
 import type { ModelClient } from '../llm';
 import { getPool } from '../store/db';
-import type { TemplateChoice } from '../templates/templates';
-import { runEpisode, type EpisodeSummary } from '../world';
+import { ASK_USER_TOOL_NAME, createEpisodeRunner, type EpisodeSummary } from '../world';
+import { loadTemplate, renderTemplate } from '../templates/templates';
 import { exportDataset } from './export';
 import { loadPersonas, type LoadPersonasInput } from './personas';
 import { synthesisReport } from './report';
@@ -19,7 +18,7 @@ export interface DemonstrationInput {
   readonly sampleIndex: number;
   readonly maxTurns: number;
   readonly models: SynthesisSpec['models'];
-  readonly templates: TemplateChoice;
+  readonly templates: SynthesisSpec['templates'];
 }
 
 /** How often a running episode heartbeats, whatever its turns take. */
@@ -28,6 +27,7 @@ const HEARTBEAT_EVERY_MS = 10_000;
 /** Every activity of the synthesis pipeline, bound to one database and model client. */
 export function createSynthesisActivities(databaseUrl: string, models: ModelClient) {
   const pool = () => getPool(databaseUrl);
+  const world = createEpisodeRunner({ databaseUrl, models });
   return {
     ...createStageActivities(pool, models),
 
@@ -45,8 +45,7 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
       const context = Context.current();
       const timer = setInterval(() => context.heartbeat({ alive: true }), HEARTBEAT_EVERY_MS);
       try {
-        return await runEpisode(
-          { pool: pool(), models },
+        return await world.runEpisode(
           {
             episodeId: input.episodeId,
             taskId: input.taskId,
@@ -55,7 +54,7 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
             policyVersion: 'teacher',
             runId: input.taskId,
             agentRoleName: 'teacher',
-            agent: input.models.teacher as ModelRole,
+            agent: input.models.teacher,
             toolSimulator: input.models.toolSimulator,
             userSimulator: input.models.userSimulator,
             maxTurns: input.maxTurns,
@@ -71,8 +70,13 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     /** Writes the statistics report and the exported dataset, and marks the run completed. */
     async finishSynthesis({ runId }: { runId: string }): Promise<{ directory: string; kept: number }> {
       const report = await synthesisReport(pool(), runId);
+      const { rows } = await pool().query('SELECT spec FROM runs WHERE run_id = $1', [runId]);
+      const spec = rows[0]?.spec as SynthesisSpec | undefined;
+      if (!spec) throw new Error(`run ${runId} is not registered in the runs table`);
+      const agentTemplate = await loadTemplate('agent', spec.templates);
+      const agentPrompt = renderTemplate(agentTemplate, { askUserTool: ASK_USER_TOOL_NAME, maxTurns: String(spec.maxTurns) });
       const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', runId);
-      const exported = await exportDataset(pool(), runId, directory);
+      const exported = await exportDataset(pool(), runId, directory, agentPrompt);
       await pool().query(
         `UPDATE runs SET status = 'completed', summary = $2, updated_at = now() WHERE run_id = $1`,
         [runId, JSON.stringify({ ...report, dataset: { directory, tasksFile: exported.tasksFile, verlFile: exported.verlFile, rows: exported.rows } })],

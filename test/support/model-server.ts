@@ -7,9 +7,10 @@ import type { AddressInfo } from 'node:net';
  * project, at the model boundary. It plays scripted answers, counts requests per role, and
  * injects the faults real endpoints produce (429, 5xx, hangs, cut bodies, bad JSON, huge answers).
  *
- * Role convention: a request's role is `metadata.role` when the body has one, else the value of a
- * line `role: <name>` in the first system message (e.g. "You are the teacher.\nrole: teacher").
- * Requests without either have no role (`undefined`).
+ * Role convention: a request's role is its `X-Mockworld-Role` header (the model client sends the
+ * call's role there), else `metadata.role` when the body has one, else the value of a line
+ * `role: <name>` in the first system message (e.g. "You are the teacher.\nrole: teacher").
+ * Requests without any of these have no role (`undefined`).
  *
  * Endpoints: POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models.
  */
@@ -215,7 +216,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     req: http.IncomingMessage,
     res: http.ServerResponse,
   ): Promise<void> {
-    const role = roleOf(body);
+    const role = roleOf(body, req.headers['x-mockworld-role']);
     const roleKey = role ?? '(none)';
     const roleIndex = stats.byRole[roleKey] ?? 0;
     stats.byRole[roleKey] = roleIndex + 1;
@@ -443,8 +444,10 @@ function normalizeReply(reply: Reply): {
   return reply;
 }
 
-/** The role of a request, by the convention in the module comment. */
-export function roleOf(body: ChatRequestBody): string | undefined {
+/** The role of a request, by the convention in the module comment; `header` is the role header's value. */
+export function roleOf(body: ChatRequestBody, header?: string | string[]): string | undefined {
+  const fromHeader = Array.isArray(header) ? header[0] : header;
+  if (fromHeader) return fromHeader;
   const fromMetadata = body.metadata?.['role'];
   if (typeof fromMetadata === 'string') return fromMetadata;
   const system = body.messages?.find((m) => m.role === 'system' || m.role === 'developer');

@@ -1,0 +1,223 @@
+import type {
+  ChatCompletionMessageParam,
+  ChatCompletionToolMessageParam,
+} from 'openai/resources/chat/completions';
+import type pg from 'pg';
+import type { FunctionTool } from '../../schemas/function-tool';
+import { canonicalJson, type ModelClient } from '../llm';
+import { getPool } from '../store/db';
+import { agentSystemPrompt } from './agent-prompt';
+import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user';
+import {
+  EpisodeInputSchema,
+  type EndReason,
+  type EpisodeInput,
+  type EpisodeInputData,
+  type EpisodeProgress,
+  type EpisodeSummary,
+} from './episode-input';
+import { checkpointEpisode, openEpisode, type EpisodeState } from './episode-store';
+import { callSettings } from './model-roles';
+import { notRunObservation } from './observations';
+import { loadTask, type WorldTask } from './task-store';
+import { resolveToolCall } from './tool-mapping';
+import { validateToolCall } from './tool-validation';
+import { assistantEntry, toolCallsOf, userDialogue, type AgentToolCall } from './transcript';
+import { answerUser } from './user-simulator';
+
+/** What the runner needs from the worker process. */
+export interface EpisodeRunnerDependencies {
+  /** PostgreSQL holding `tasks`, `episodes` and `tool_mappings` (migrated). */
+  readonly pool: pg.Pool;
+  /** The model client; its cache makes repeated calls of a resumed episode free. */
+  readonly models: ModelClient;
+  /** Newest mapping entries of a tool shown to the tool simulator. Default 40. */
+  readonly shownEntries?: number;
+}
+
+/** Callbacks of one episode run. */
+export interface EpisodeHooks {
+  /** Called after every checkpointed turn (the activity heartbeats here). */
+  readonly onTurn?: (progress: EpisodeProgress) => void | Promise<void>;
+  /** Stops the episode between turns and cancels model calls in flight; it rejects with the reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** Settings of {@link createEpisodeRunner}: a connection string instead of a pool. */
+export interface EpisodeRunnerOptions extends Omit<EpisodeRunnerDependencies, 'pool'> {
+  /** PostgreSQL holding `tasks`, `episodes` and `tool_mappings`; the process's shared pool is used. */
+  readonly databaseUrl: string;
+}
+
+/** Runs episodes against one database with one model client (what an activity holds). */
+export interface EpisodeRunner {
+  /** {@link runEpisode} with the runner's dependencies. */
+  runEpisode(input: EpisodeInputData, hooks?: EpisodeHooks): Promise<EpisodeSummary>;
+}
+
+/** Creates a runner on the process's shared pool for `databaseUrl`. */
+export function createEpisodeRunner(options: EpisodeRunnerOptions): EpisodeRunner {
+  const { databaseUrl, ...rest } = options;
+  return { runEpisode: (input, hooks) => runEpisode({ ...rest, pool: getPool(databaseUrl) }, input, hooks) };
+}
+
+/** Answers of the tool calls of one assistant message. */
+interface TurnOutcome {
+  readonly toolMessages: ChatCompletionToolMessageParam[];
+  readonly toolCalls: number;
+  readonly userQuestions: number;
+  readonly toolErrors: number;
+  readonly userStopped: boolean;
+}
+
+/**
+ * Runs (or resumes, or just reports) one episode in the mock world (seed §3.2): agent turns
+ * against the simulated tools and user until a final answer, the user's stop marker, or
+ * `maxTurns`. The transcript and counters are checkpointed in `episodes` after every turn; a
+ * re-run continues from the last checkpoint, and the model calls it repeats (a turn cut off by a
+ * crash) are served from the cache. An aborted `signal` stops it with the signal's reason.
+ */
+export async function runEpisode(
+  deps: EpisodeRunnerDependencies,
+  data: EpisodeInputData,
+  hooks: EpisodeHooks = {},
+): Promise<EpisodeSummary> {
+  const input = EpisodeInputSchema.parse(data);
+  const { pool } = deps;
+  const { signal } = hooks;
+  signal?.throwIfAborted();
+  const task = await loadTask(pool, input.taskId);
+  const agentTools = [...task.tools, ASK_USER_TOOL];
+  let state = await openEpisode(pool, input, openingMessages(input, task));
+
+  while (state.endReason === null) {
+    if (state.turns >= input.maxTurns) {
+      // Only on resume with a smaller maxTurns than the checkpoint's run: close the episode as is.
+      const closed = { ...state, endReason: 'max_turns' as const };
+      await checkpointEpisode(pool, state.turns, closed);
+      state = closed;
+      break;
+    }
+    signal?.throwIfAborted();
+    const turn = state.turns + 1;
+    const { message } = await deps.models.chat({
+      ...callSettings(input.agent, input.agentRoleName, { runId: input.runId, signal }),
+      messages: state.messages,
+      tools: agentTools,
+      sampleIndex: input.sampleIndex,
+      policyVersion: input.policyVersion,
+    });
+    const assistant = assistantEntry(message, turn);
+    const calls = toolCallsOf(assistant);
+    const outcome = await answerCalls(
+      deps,
+      input,
+      task,
+      agentTools,
+      [...state.messages, assistant],
+      calls,
+      signal,
+    );
+    const endReason: EndReason | null =
+      calls.length === 0
+        ? 'final_answer'
+        : outcome.userStopped
+          ? 'user_stop'
+          : turn >= input.maxTurns
+            ? 'max_turns'
+            : null;
+    const next: EpisodeState = {
+      episodeId: input.episodeId,
+      messages: [...state.messages, assistant, ...outcome.toolMessages],
+      turns: turn,
+      toolCalls: state.toolCalls + outcome.toolCalls,
+      userQuestions: state.userQuestions + outcome.userQuestions,
+      toolErrors: state.toolErrors + outcome.toolErrors,
+      endReason,
+    };
+    await checkpointEpisode(pool, state.turns, next);
+    state = next;
+    await hooks.onTurn?.(progressOf(state));
+  }
+  return { ...progressOf(state), endReason: state.endReason! };
+}
+
+/** The system prompt and the instruction I: all the agent is told about the task. */
+function openingMessages(input: EpisodeInput, task: WorldTask): ChatCompletionMessageParam[] {
+  return [
+    { role: 'system', content: agentSystemPrompt(input.templates) },
+    { role: 'user', content: task.instruction },
+  ];
+}
+
+/**
+ * Answers each call of one assistant message, in order: `ask_user` by the user simulator, task
+ * tools by the mapping (or the simulator), bad calls by an error observation. After the user
+ * ends the conversation the remaining calls are answered without being run, so the transcript
+ * stays well-formed (every call has its tool message).
+ */
+async function answerCalls(
+  deps: EpisodeRunnerDependencies,
+  input: EpisodeInput,
+  task: WorldTask,
+  agentTools: readonly FunctionTool[],
+  transcript: ChatCompletionMessageParam[],
+  calls: readonly AgentToolCall[],
+  signal: AbortSignal | undefined,
+): Promise<TurnOutcome> {
+  const context = { runId: input.runId, signal, models: deps.models, templates: input.templates };
+  const toolMessages: ChatCompletionToolMessageParam[] = [];
+  let toolCalls = 0;
+  let userQuestions = 0;
+  let toolErrors = 0;
+  let userStopped = false;
+  for (const call of calls) {
+    if (userStopped) {
+      toolMessages.push({ role: 'tool', tool_call_id: call.id, content: notRunObservation(call.name) });
+      continue;
+    }
+    let content: string;
+    const isQuestion = call.name === ASK_USER_TOOL_NAME;
+    if (!isQuestion) toolCalls += 1;
+    const check = validateToolCall(agentTools, call);
+    if (!check.ok) {
+      toolErrors += 1;
+      content = check.observation;
+    } else if (isQuestion) {
+      userQuestions += 1;
+      const reply = await answerUser(
+        { ...context, role: input.userSimulator },
+        {
+          instruction: task.instruction,
+          hiddenContext: task.hiddenContext,
+          dialogue: userDialogue([...transcript, ...toolMessages]),
+          question: String(check.args['question']),
+        },
+      );
+      userStopped = reply.stop;
+      content = reply.answer || (reply.stop ? '(the user ended the conversation)' : '(no answer)');
+    } else {
+      const { entry } = await resolveToolCall(
+        { ...context, role: input.toolSimulator, pool: deps.pool, shownEntries: deps.shownEntries },
+        task,
+        check.tool,
+        check.args,
+      );
+      // Canonical JSON: jsonb does not keep key order, and the text must not depend on storage.
+      content = typeof entry.response === 'string' ? entry.response : canonicalJson(entry.response);
+    }
+    toolMessages.push({ role: 'tool', tool_call_id: call.id, content });
+  }
+  return { toolMessages, toolCalls, userQuestions, toolErrors, userStopped };
+}
+
+function progressOf(state: EpisodeState): EpisodeProgress {
+  return {
+    episodeId: state.episodeId,
+    turns: state.turns,
+    toolCalls: state.toolCalls,
+    userQuestions: state.userQuestions,
+    toolErrors: state.toolErrors,
+    endReason: state.endReason,
+  };
+}

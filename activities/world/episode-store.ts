@@ -1,0 +1,105 @@
+import type pg from 'pg';
+import type { ChatCompletionMessageParam } from '../llm';
+import type { EndReason, EpisodeInput, EpisodeProgress } from './episode-input';
+import { EpisodeCheckpointConflictError, EpisodeMismatchError } from './errors';
+
+/** An episode's checkpoint: the transcript and its counters after the last finished turn. */
+export interface EpisodeState extends EpisodeProgress {
+  readonly messages: readonly ChatCompletionMessageParam[];
+}
+
+interface Row {
+  task_id: string;
+  purpose: string;
+  sample_index: number;
+  policy_version: string;
+  messages: ChatCompletionMessageParam[];
+  turns: number;
+  tool_calls: number;
+  user_questions: number;
+  tool_errors: number;
+  end_reason: EndReason | null;
+}
+
+/**
+ * Creates the episode's row with the opening messages, or finds the one an earlier attempt wrote,
+ * and returns its last checkpoint. The id is deterministic, so a row that belongs to another
+ * task, purpose, sample or policy version is a caller bug: {@link EpisodeMismatchError}.
+ */
+export async function openEpisode(
+  pool: pg.Pool,
+  input: EpisodeInput,
+  opening: readonly ChatCompletionMessageParam[],
+): Promise<EpisodeState> {
+  await pool.query(
+    `INSERT INTO episodes (episode_id, task_id, purpose, sample_index, policy_version, messages)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (episode_id) DO NOTHING`,
+    [
+      input.episodeId,
+      input.taskId,
+      input.purpose,
+      input.sampleIndex,
+      input.policyVersion,
+      JSON.stringify(opening),
+    ],
+  );
+  const { rows } = await pool.query<Row>(
+    `SELECT task_id, purpose, sample_index, policy_version, messages, turns, tool_calls, user_questions,
+            tool_errors, end_reason
+       FROM episodes WHERE episode_id = $1`,
+    [input.episodeId],
+  );
+  const row = rows[0]!;
+  const expected: Array<[string, unknown, unknown]> = [
+    ['task_id', row.task_id, input.taskId],
+    ['purpose', row.purpose, input.purpose],
+    ['sample_index', row.sample_index, input.sampleIndex],
+    ['policy_version', row.policy_version, input.policyVersion],
+  ];
+  const differs = expected.find(([, stored, given]) => stored !== given);
+  if (differs) {
+    const [column, stored, given] = differs;
+    throw new EpisodeMismatchError(
+      input.episodeId,
+      `${column}: stored ${String(stored)}, given ${String(given)}`,
+    );
+  }
+  return {
+    episodeId: input.episodeId,
+    messages: row.messages,
+    turns: row.turns,
+    toolCalls: row.tool_calls,
+    userQuestions: row.user_questions,
+    toolErrors: row.tool_errors,
+    endReason: row.end_reason,
+  };
+}
+
+/**
+ * Writes a checkpoint if the row still holds the one it continues (`previousTurns`, not ended):
+ * an older attempt still running after a retry started cannot overwrite newer progress; it gets
+ * {@link EpisodeCheckpointConflictError} instead.
+ */
+export async function checkpointEpisode(
+  pool: pg.Pool,
+  previousTurns: number,
+  state: EpisodeState,
+): Promise<void> {
+  const { rowCount } = await pool.query(
+    `UPDATE episodes
+        SET messages = $3::jsonb, turns = $4, tool_calls = $5, user_questions = $6, tool_errors = $7,
+            end_reason = $8, updated_at = now()
+      WHERE episode_id = $1 AND turns = $2 AND end_reason IS NULL`,
+    [
+      state.episodeId,
+      previousTurns,
+      JSON.stringify(state.messages),
+      state.turns,
+      state.toolCalls,
+      state.userQuestions,
+      state.toolErrors,
+      state.endReason,
+    ],
+  );
+  if (rowCount !== 1) throw new EpisodeCheckpointConflictError(state.episodeId, previousTurns);
+}

@@ -1,0 +1,56 @@
+/**
+ * The mock world (seed §3.2): an episode runner that lets an agent work a synthesized task against
+ * LLM-simulated tools, kept consistent by the task's finite mapping, and an LLM-simulated user
+ * who knows the hidden context. Used for teacher demonstrations and for GRPO rollouts.
+ */
+export {
+  createEpisodeRunner,
+  runEpisode,
+  type EpisodeHooks,
+  type EpisodeRunner,
+  type EpisodeRunnerDependencies,
+  type EpisodeRunnerOptions,
+} from './episode-runner';
+export { agentSystemPrompt } from './agent-prompt';
+export {
+  EndReasonSchema,
+  EpisodeInputSchema,
+  EpisodePurposeSchema,
+  TemplateChoiceSchema,
+  type EndReason,
+  type EpisodeInput,
+  type EpisodeInputData,
+  type EpisodeProgress,
+  type EpisodePurpose,
+  type EpisodeSummary,
+} from './episode-input';
+export { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user';
+export { argsKey, canonicalArgs } from './canonical-args';
+export {
+  EpisodeCheckpointConflictError,
+  EpisodeMismatchError,
+  TaskNotFoundError,
+  TaskNotReadyError,
+} from './errors';
+export {
+  findEntry,
+  insertIfAbsent,
+  recentEntries,
+  type MappingEntry,
+  type MappingSource,
+} from './mapping-store';
+export { TOOL_SIMULATOR_ROLE, USER_SIMULATOR_ROLE } from './model-roles';
+export {
+  DEFAULT_SHOWN_ENTRIES,
+  resolveToolCall,
+  type ToolMappingOptions,
+  type ToolResolution,
+} from './tool-mapping';
+export {
+  validateToolCall,
+  type RawToolCall,
+  type ToolCallCheck,
+  type ToolCallProblem,
+} from './tool-validation';
+export { answerUser, STOP_MARKER, type UserReply } from './user-simulator';
+export { userDialogue, type UserExchange } from './transcript';
