@@ -1,4 +1,5 @@
 import { loadEnvironment } from '../schemas/environment';
+import { withLivenessHeartbeats } from './heartbeat';
 import { createModelClient } from './llm';
 import { createRunActivities } from './runs';
 import { createSmokeActivities } from './smoke';
@@ -11,13 +12,15 @@ export interface ActivityDependencies {
 }
 
 /** Builds every mockworld activity, bound to one database; the plugin registers the result. */
-export function createActivities(deps: ActivityDependencies = { databaseUrl: loadEnvironment().DATABASE_URL }) {
+export function createActivities(
+  deps: ActivityDependencies = { databaseUrl: loadEnvironment().DATABASE_URL },
+) {
   const models = createModelClient({ databaseUrl: deps.databaseUrl });
-  return {
+  return withLivenessHeartbeats({
     ...createRunActivities(deps.databaseUrl),
     ...createSmokeActivities(models),
     ...createSynthesisActivities(deps.databaseUrl, models),
-  };
+  });
 }
 
 /** Every activity by name, for type-only imports in workflows. */

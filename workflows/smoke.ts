@@ -1,17 +1,12 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs';
 import type { SmokeActivities, SmokeStepResult } from '../activities/smoke';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
 import { RunControl } from './run-control';
 import { validateSpec } from './spec-guard';
 
-const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { maximumInterval: '30 seconds' },
-});
-const { smokeStep } = proxyActivities<SmokeActivities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { maximumInterval: '1 minute', nonRetryableErrorTypes: ['StructuredOutputRejectedError'] },
-});
+const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const { smokeStep } = proxyActivities<SmokeActivities>(LONG_ACTIVITY);
 
 /** What a smoke run returns (and stores as its summary). */
 export interface SmokeSummary {

@@ -3,19 +3,12 @@ import type { SynthesisActivities } from '../activities/synthesis';
 import type { StageOutcome } from '../activities/synthesis/stages';
 import type { RejectReason, TaskStage } from '../schemas/synthesis-records';
 import type { SynthesisSpec } from '../schemas/synthesis-spec';
+import { LONG_ACTIVITY } from './activity-options';
 import { stageQuery, taskStageSignal } from './synthesis-controls';
 
-const stages = proxyActivities<SynthesisActivities>({
-  startToCloseTimeout: '15 minutes',
-  retry: { maximumInterval: '1 minute' },
-});
-const episodes = proxyActivities<SynthesisActivities>({
-  startToCloseTimeout: '2 hours',
-  // The episode heartbeats while it runs; a dead worker is noticed within this window and the
-  // retry resumes from the last checkpointed turn.
-  heartbeatTimeout: '1 minute',
-  retry: { maximumInterval: '1 minute' },
-});
+// A dead worker is noticed within the heartbeat timeout; a retried episode resumes from its last
+// checkpointed turn, and every model call a retry repeats is served from the cache.
+const activities = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
 /** Input of one task's lifecycle: which task, and the spec settings its stages use. */
 export interface SynthesisTaskInput {
@@ -62,7 +55,7 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
   const base = { runId, taskId, idx, seed: spec.seed + idx, templates: spec.templates };
   const templateIds: Record<string, string> = {};
   const finish = async (outcome: StageOutcome & { ok: false }): Promise<SynthesisTaskResult> => {
-    await stages.finalizeTask({
+    await activities.finalizeTask({
       runId,
       taskId,
       idx,
@@ -82,19 +75,19 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
     return outcome;
   };
 
-  let outcome = await step('toolset', () => stages.synthesizeToolset({ ...base, teacher: spec.models.teacher }));
+  let outcome = await step('toolset', () => activities.synthesizeToolset({ ...base, teacher: spec.models.teacher }));
   if (!outcome.ok) return finish(outcome);
   outcome = await step('refine', () =>
-    stages.refineToolset({ ...base, teacher: spec.models.teacher, refine: spec.refine }),
+    activities.refineToolset({ ...base, teacher: spec.models.teacher, refine: spec.refine }),
   );
   if (!outcome.ok) return finish(outcome);
-  outcome = await step('instruction', () => stages.writeFuzzyTask({ ...base, teacher: spec.models.teacher }));
+  outcome = await step('instruction', () => activities.writeFuzzyTask({ ...base, teacher: spec.models.teacher }));
   if (!outcome.ok) return finish(outcome);
 
   await enter('demonstrations');
   const episodeIds = await Promise.all(
     Array.from({ length: spec.demonstrationsPerTask }, (_, k) =>
-      episodes.runDemonstration({
+      activities.runDemonstration({
         episodeId: `${taskId}-demo-${k}`,
         taskId,
         sampleIndex: k,
@@ -106,7 +99,7 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
   );
 
   outcome = await step('rubric', () =>
-    stages.extractRubric({
+    activities.extractRubric({
       ...base,
       rubricExtractor: spec.models.rubricExtractor,
       coverageThreshold: spec.coverageThreshold,
@@ -116,7 +109,7 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
   if (!outcome.ok) return finish(outcome);
 
   await enter('store');
-  await stages.finalizeTask({ runId, taskId, idx, outcome: 'kept', roles: spec.models, templateIds });
+  await activities.finalizeTask({ runId, taskId, idx, outcome: 'kept', roles: spec.models, templateIds });
   await enter('kept');
   return { outcome: 'kept', keptDemonstrations: outcome.facts?.keptDemonstrations ?? 0 };
 }

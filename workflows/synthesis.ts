@@ -13,19 +13,14 @@ import type { RunActivities } from '../activities/runs';
 import type { SynthesisActivities } from '../activities/synthesis';
 import type { TaskStage } from '../schemas/synthesis-records';
 import type { SynthesisSpec } from '../schemas/synthesis-spec';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
 import { RunControl } from './run-control';
 import { validateSpec } from './spec-guard';
 import { taskStageQuery, taskStageSignal } from './synthesis-controls';
 import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task';
 
-const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { maximumInterval: '30 seconds' },
-});
-const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>({
-  startToCloseTimeout: '30 minutes',
-  retry: { maximumInterval: '1 minute' },
-});
+const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
 /** Tasks started per workflow run before it continues as new, keeping each history well under 10k events. */
 export const TASKS_PER_RUN = 150;

@@ -21,9 +21,6 @@ export interface DemonstrationInput {
   readonly templates: SynthesisSpec['templates'];
 }
 
-/** How often a running episode heartbeats, whatever its turns take. */
-const HEARTBEAT_EVERY_MS = 10_000;
-
 /** Every activity of the synthesis pipeline, bound to one database and model client. */
 export function createSynthesisActivities(databaseUrl: string, models: ModelClient) {
   const pool = () => getPool(databaseUrl);
@@ -37,34 +34,28 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     },
 
     /**
-     * Stage (d): the teacher solves the task once in the mock world. Heartbeats on every turn and
-     * on a timer (a slow model call must not look like a dead worker); a retry resumes the episode
-     * from its last checkpointed turn.
+     * Stage (d): the teacher solves the task once in the mock world, heartbeating its progress on
+     * every turn; a retry resumes the episode from its last checkpointed turn.
      */
     async runDemonstration(input: DemonstrationInput): Promise<EpisodeSummary> {
       const context = Context.current();
-      const timer = setInterval(() => context.heartbeat({ alive: true }), HEARTBEAT_EVERY_MS);
-      try {
-        return await world.runEpisode(
-          {
-            episodeId: input.episodeId,
-            taskId: input.taskId,
-            purpose: 'demonstration',
-            sampleIndex: input.sampleIndex,
-            policyVersion: 'teacher',
-            runId: input.taskId,
-            agentRoleName: 'teacher',
-            agent: input.models.teacher,
-            toolSimulator: input.models.toolSimulator,
-            userSimulator: input.models.userSimulator,
-            maxTurns: input.maxTurns,
-            templates: input.templates,
-          },
-          { onTurn: (progress) => context.heartbeat(progress), signal: context.cancellationSignal },
-        );
-      } finally {
-        clearInterval(timer);
-      }
+      return world.runEpisode(
+        {
+          episodeId: input.episodeId,
+          taskId: input.taskId,
+          purpose: 'demonstration',
+          sampleIndex: input.sampleIndex,
+          policyVersion: 'teacher',
+          runId: input.taskId,
+          agentRoleName: 'teacher',
+          agent: input.models.teacher,
+          toolSimulator: input.models.toolSimulator,
+          userSimulator: input.models.userSimulator,
+          maxTurns: input.maxTurns,
+          templates: input.templates,
+        },
+        { onTurn: (progress) => context.heartbeat(progress), signal: context.cancellationSignal },
+      );
     },
 
     /** Writes the statistics report and the exported dataset, and marks the run completed. */
@@ -74,12 +65,26 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
       const spec = rows[0]?.spec as SynthesisSpec | undefined;
       if (!spec) throw new Error(`run ${runId} is not registered in the runs table`);
       const agentTemplate = await loadTemplate('agent', spec.templates);
-      const agentPrompt = renderTemplate(agentTemplate, { askUserTool: ASK_USER_TOOL_NAME, maxTurns: String(spec.maxTurns) });
+      const agentPrompt = renderTemplate(agentTemplate, {
+        askUserTool: ASK_USER_TOOL_NAME,
+        maxTurns: String(spec.maxTurns),
+      });
       const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', runId);
       const exported = await exportDataset(pool(), runId, directory, agentPrompt);
       await pool().query(
         `UPDATE runs SET status = 'completed', summary = $2, updated_at = now() WHERE run_id = $1`,
-        [runId, JSON.stringify({ ...report, dataset: { directory, tasksFile: exported.tasksFile, verlFile: exported.verlFile, rows: exported.rows } })],
+        [
+          runId,
+          JSON.stringify({
+            ...report,
+            dataset: {
+              directory,
+              tasksFile: exported.tasksFile,
+              verlFile: exported.verlFile,
+              rows: exported.rows,
+            },
+          }),
+        ],
       );
       return { directory, kept: exported.rows };
     },

@@ -143,6 +143,10 @@ export interface ModelServerStats {
   maxInFlight: number;
   /** Embedding requests received. */
   embeddings: number;
+  /** Normal (unfaulted) answers delivered in full: what a real endpoint would bill. */
+  answered: number;
+  /** Requests whose client disconnected before the answer was sent. */
+  abandoned: number;
 }
 
 /** A running test model server. */
@@ -240,7 +244,10 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     const rule = matchRule(request);
     const delay = latencyMs + (rule?.latencyMs ?? 0);
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-    if (res.destroyed) return; // the client gave up while we waited
+    if (res.destroyed) {
+      stats.abandoned += 1; // the client gave up (or died) while we waited
+      return;
+    }
 
     switch (fault?.kind) {
       case 'rate-limit': {
@@ -306,6 +313,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         return;
       }
       case undefined:
+        // Counted once the whole answer has been handed to the client: the calls a real
+        // endpoint would bill. A client that went away before this is not billed here.
+        res.once('finish', () => (stats.answered += 1));
         sendJson(res, 200, completion(body, index, await replyFor(rule, request)));
         return;
       default: {
@@ -431,7 +441,7 @@ interface EmbeddingBody {
 }
 
 function freshStats(): ModelServerStats {
-  return { total: 0, byRole: {}, faults: {}, inFlight: 0, maxInFlight: 0, embeddings: 0 };
+  return { total: 0, byRole: {}, faults: {}, inFlight: 0, maxInFlight: 0, embeddings: 0, answered: 0, abandoned: 0 };
 }
 
 function normalizeReply(reply: Reply): {

@@ -1,0 +1,35 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { REPO_ROOT } from '../../deploy/paths';
+
+/** A CPU worker in its own OS process, so a test can SIGKILL it like a failing node. */
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  /** SIGKILL, then wait for the process to be gone. */
+  kill(): Promise<void>;
+}
+
+/** Starts `workers/cpu-worker.ts` as a separate process with the given environment. */
+export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'workers', 'cpu-worker.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  child.once('exit', (code, signal) => {
+    if (code && signal !== 'SIGKILL') console.error(`worker process exited with ${code}:\n${stderr}`);
+  });
+  return {
+    child,
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await gone;
+    },
+  };
+}
