@@ -1,7 +1,8 @@
 import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
-import { ASK_USER_TOOL } from '../world';
+import type { SynthesisSpec } from '../../schemas/synthesis-spec';
+import { ASK_USER_TOOL, agentSystemPrompt } from '../world';
 
 /** Where an export was written and how many tasks it holds. */
 export interface ExportResult {
@@ -32,7 +33,7 @@ export async function exportDataset(
   const verlOut = await open(verlFile, 'w');
   let rows = 0;
   try {
-    for (let lastIdx = -1; ; ) {
+    for (let lastIdx = -1; ;) {
       const { rows: batch } = await pool.query(
         `SELECT t.*, coalesce((
             SELECT json_agg(json_build_object('episode_id', e.episode_id, 'messages', e.messages,
@@ -75,7 +76,10 @@ export async function exportDataset(
               hidden_context: task.hidden_context,
               tools,
               tools_kwargs: Object.fromEntries(
-                tools.map((tool: { function: { name: string } }) => [tool.function.name, { create_kwargs: { task_id: task.task_id } }]),
+                tools.map((tool: { function: { name: string } }) => [
+                  tool.function.name,
+                  { create_kwargs: { task_id: task.task_id } },
+                ]),
               ),
             },
           })}\n`,
@@ -89,4 +93,21 @@ export async function exportDataset(
     await verlOut.close();
   }
   return { directory, tasksFile, verlFile, rows };
+}
+
+/**
+ * Exports a synthesis run by id: reads its spec from `runs` for the agent prompt the run used, and
+ * writes both layouts to `directory`.
+ */
+export async function exportRunDataset(
+  pool: pg.Pool,
+  runId: string,
+  directory: string,
+): Promise<ExportResult> {
+  const { rows } = await pool.query('SELECT kind, spec FROM runs WHERE run_id = $1', [runId]);
+  if (!rows[0]) throw new Error(`No run ${runId} is registered in the runs table`);
+  if (rows[0].kind !== 'Synthesis')
+    throw new Error(`Run ${runId} is a ${rows[0].kind} run; only Synthesis runs have a dataset`);
+  const spec = rows[0].spec as SynthesisSpec;
+  return exportDataset(pool, runId, directory, agentSystemPrompt(spec.templates));
 }

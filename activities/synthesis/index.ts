@@ -4,9 +4,8 @@ import { loadEnvironment } from '../../schemas/environment';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec';
 import type { ModelClient } from '../llm';
 import { getPool } from '../store/db';
-import { ASK_USER_TOOL_NAME, createEpisodeRunner, type EpisodeSummary } from '../world';
-import { loadTemplate, renderTemplate } from '../templates/templates';
-import { exportDataset } from './export';
+import { createEpisodeRunner, type EpisodeSummary } from '../world';
+import { exportRunDataset } from './export';
 import { loadPersonas, type LoadPersonasInput } from './personas';
 import { synthesisReport } from './report';
 import { createStageActivities } from './stages';
@@ -61,16 +60,8 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     /** Writes the statistics report and the exported dataset, and marks the run completed. */
     async finishSynthesis({ runId }: { runId: string }): Promise<{ directory: string; kept: number }> {
       const report = await synthesisReport(pool(), runId);
-      const { rows } = await pool().query('SELECT spec FROM runs WHERE run_id = $1', [runId]);
-      const spec = rows[0]?.spec as SynthesisSpec | undefined;
-      if (!spec) throw new Error(`run ${runId} is not registered in the runs table`);
-      const agentTemplate = await loadTemplate('agent', spec.templates);
-      const agentPrompt = renderTemplate(agentTemplate, {
-        askUserTool: ASK_USER_TOOL_NAME,
-        maxTurns: String(spec.maxTurns),
-      });
       const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', runId);
-      const exported = await exportDataset(pool(), runId, directory, agentPrompt);
+      const exported = await exportRunDataset(pool(), runId, directory);
       await pool().query(
         `UPDATE runs SET status = 'completed', summary = $2, updated_at = now() WHERE run_id = $1`,
         [

@@ -32,7 +32,9 @@ const summary = (column: string) =>
 export async function synthesisReport(pool: pg.Pool, runId: string): Promise<SynthesisReport> {
   const prefix = `${runId}-task-%`;
   const [outcomes, shapes, demos, refused, mapping, usage] = await Promise.all([
-    pool.query(`SELECT stage, reject_reason, count(*)::int AS n FROM tasks WHERE run_id = $1 GROUP BY 1, 2`, [runId]),
+    pool.query(`SELECT stage, reject_reason, count(*)::int AS n FROM tasks WHERE run_id = $1 GROUP BY 1, 2`, [
+      runId,
+    ]),
     pool.query(
       `SELECT ${summary('jsonb_array_length(tools)')} AS tools, ${summary('jsonb_array_length(workflow)')} AS steps
          FROM tasks WHERE run_id = $1 AND stage = 'kept'`,
@@ -48,7 +50,10 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
         WHERE t.run_id = $1 AND t.stage = 'kept'`,
       [runId],
     ),
-    pool.query(`SELECT reason, count(*)::int AS n FROM synthesis_persona_rejections WHERE run_id = $1 GROUP BY 1`, [runId]),
+    pool.query(
+      `SELECT reason, count(*)::int AS n FROM synthesis_persona_rejections WHERE run_id = $1 GROUP BY 1`,
+      [runId],
+    ),
     pool.query(`SELECT count(*)::int AS n FROM tool_mappings WHERE task_id LIKE $1`, [prefix]),
     pool.query(
       `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls,

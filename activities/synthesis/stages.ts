@@ -27,11 +27,20 @@ export interface StageInput {
 /** A stage's outcome: done (with small facts for the workflow), or a rejection with its reason. */
 export type StageOutcome =
   | { readonly ok: true; readonly templateId: string; readonly facts?: Record<string, number> }
-  | { readonly ok: false; readonly reason: RejectReason; readonly detail: string; readonly templateId?: string };
+  | {
+      readonly ok: false;
+      readonly reason: RejectReason;
+      readonly detail: string;
+      readonly templateId?: string;
+    };
 
 /** Stage activities of one task; each reads and writes its `tasks` row and returns only a small outcome. */
 export function createStageActivities(pool: () => pg.Pool, models: ModelClient) {
-  async function setStage(taskId: string, stage: TaskStage, fields: Record<string, unknown> = {}): Promise<void> {
+  async function setStage(
+    taskId: string,
+    stage: TaskStage,
+    fields: Record<string, unknown> = {},
+  ): Promise<void> {
     const names = Object.keys(fields);
     const assignments = names.map((name, i) => `${name} = $${i + 3}`);
     await pool().query(
@@ -54,7 +63,8 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         [input.runId, input.idx],
       );
       const persona = rows[0];
-      if (!persona) return { ok: false, reason: 'invalid_persona', detail: `no persona #${input.idx} was loaded` };
+      if (!persona)
+        return { ok: false, reason: 'invalid_persona', detail: `no persona #${input.idx} was loaded` };
       await pool().query(
         `INSERT INTO tasks (task_id, run_id, idx, persona_id) VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO NOTHING`,
         [input.taskId, input.runId, input.idx, persona.persona_id],
@@ -79,8 +89,13 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         request: draft.request,
       });
       const check = checkToolset(draft.tools);
-      if (!check.ok) return { ok: false, reason: 'invalid_tools', detail: check.problems.join('; ').slice(0, 2_000) };
-      return { ok: true, templateId: answer.templateId, facts: { tools: check.tools.length, steps: draft.workflow.length } };
+      if (!check.ok)
+        return { ok: false, reason: 'invalid_tools', detail: check.problems.join('; ').slice(0, 2_000) };
+      return {
+        ok: true,
+        templateId: answer.templateId,
+        facts: { tools: check.tools.length, steps: draft.workflow.length },
+      };
     },
 
     /** Stage (b): remove self-solvable tools, make outputs simulable, add distractors (each switchable). */
@@ -108,7 +123,12 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         model: input.teacher,
         stage: 'refine',
         templates: input.templates,
-        values: { scenario: task.scenario, workflow: task.workflow, tools: task.draft_tools, refinements: asked.join('\n') },
+        values: {
+          scenario: task.scenario,
+          workflow: task.workflow,
+          tools: task.draft_tools,
+          refinements: asked.join('\n'),
+        },
         schema: RefinedToolsetSchema,
         taskId: input.taskId,
         seed: input.seed,
@@ -116,7 +136,11 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
       const check = checkToolset(answer.value.tools);
       if (!check.ok) {
-        return { ok: false, reason: 'invalid_refined_tools', detail: check.problems.join('; ').slice(0, 2_000) };
+        return {
+          ok: false,
+          reason: 'invalid_refined_tools',
+          detail: check.problems.join('; ').slice(0, 2_000),
+        };
       }
       await setStage(input.taskId, 'refine', {
         tools: JSON.stringify(check.tools),
@@ -125,7 +149,11 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       return {
         ok: true,
         templateId: answer.templateId,
-        facts: { tools: check.tools.length, removed: answer.value.removed.length, distractors: answer.value.distractors.length },
+        facts: {
+          tools: check.tools.length,
+          removed: answer.value.removed.length,
+          distractors: answer.value.distractors.length,
+        },
       };
     },
 
@@ -178,7 +206,9 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
           workflow: (task.workflow as string[]).map((step, i) => `${i}. ${step}`).join('\n'),
           instruction: task.instruction,
           hiddenContext: task.hidden_context,
-          demonstrations: ordered.map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages)}`).join('\n\n'),
+          demonstrations: ordered
+            .map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages)}`)
+            .join('\n\n'),
         },
         schema: RubricDraftSchema,
         taskId: input.taskId,
@@ -187,9 +217,16 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
       const steps = (task.workflow as string[]).length;
       const coverage = ordered.map((episode, i) => {
-        const executed = [...new Set(answer.value.executedSteps[i] ?? [])].filter((s) => s < steps).sort((a, b) => a - b);
+        const executed = [...new Set(answer.value.executedSteps[i] ?? [])]
+          .filter((s) => s < steps)
+          .sort((a, b) => a - b);
         const fraction = executed.length / steps;
-        return { episodeId: episode.episode_id as string, executedSteps: executed, fraction, kept: fraction >= input.coverageThreshold };
+        return {
+          episodeId: episode.episode_id as string,
+          executedSteps: executed,
+          fraction,
+          kept: fraction >= input.coverageThreshold,
+        };
       });
       const kept = coverage.filter((c) => c.kept).length;
       await setStage(input.taskId, 'rubric', {

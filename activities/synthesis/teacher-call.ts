@@ -2,12 +2,19 @@ import type { z } from 'zod';
 import type { ModelRole } from '../../schemas/model-endpoint';
 import { resolveEndpoint } from '../llm/default-endpoint';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm';
-import { loadTemplate, renderTemplate, type TemplateChoice, type TemplateStage } from '../templates/templates';
+import {
+  loadTemplate,
+  renderTemplate,
+  type TemplateChoice,
+  type TemplateStage,
+} from '../templates/templates';
 
 /** The system line of each synthesis role; the stage template is the user message. */
 const SYSTEM_PROMPTS = {
-  teacher: 'You are an expert designer of realistic, verifiable tool-use tasks for training AI agents. Answer with JSON only.',
-  'rubric-extractor': 'You are a careful grader who writes objective rubrics from workflows and transcripts. Answer with JSON only.',
+  teacher:
+    'You are an expert designer of realistic, verifiable tool-use tasks for training AI agents. Answer with JSON only.',
+  'rubric-extractor':
+    'You are a careful grader who writes objective rubrics from workflows and transcripts. Answer with JSON only.',
 } as const;
 
 /** A structured stage call: which role, template and schema, and whose ledger pays. */
@@ -55,7 +62,11 @@ export async function callStage<S extends z.ZodType>(
     return { ok: true, value: result.value, templateId: template.id };
   } catch (error) {
     if (error instanceof StructuredOutputRejectedError) {
-      return { ok: false, detail: `${call.stage}: ${error.reason}: ${error.message}`.slice(0, 2_000), templateId: template.id };
+      return {
+        ok: false,
+        detail: `${call.stage}: ${error.reason}: ${error.message}`.slice(0, 2_000),
+        templateId: template.id,
+      };
     }
     throw error;
   }

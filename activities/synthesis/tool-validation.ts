@@ -5,7 +5,8 @@ import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-to
 export const RESERVED_TOOL_NAMES = new Set(['ask_user']);
 
 /** Outcome of checking a generated tool set: the tools, or every reason it is unusable. */
-export type ToolsetCheck = { readonly ok: true; readonly tools: FunctionTool[] } | { readonly ok: false; readonly problems: string[] };
+export type ToolsetCheck =
+  { readonly ok: true; readonly tools: FunctionTool[] } | { readonly ok: false; readonly problems: string[] };
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 
@@ -21,7 +22,8 @@ export function checkToolset(candidates: readonly unknown[]): ToolsetCheck {
   candidates.forEach((candidate, i) => {
     const parsed = FunctionToolSchema.safeParse(candidate);
     if (!parsed.success) {
-      for (const issue of parsed.error.issues) problems.push(`tools[${i}].${issue.path.join('.')}: ${issue.message}`);
+      for (const issue of parsed.error.issues)
+        problems.push(`tools[${i}].${issue.path.join('.')}: ${issue.message}`);
       return;
     }
     const tool = parsed.data;
@@ -31,12 +33,15 @@ export function checkToolset(candidates: readonly unknown[]): ToolsetCheck {
     seen.add(name);
     const properties = Object.keys(tool.function.parameters.properties);
     for (const required of tool.function.parameters.required ?? []) {
-      if (!properties.includes(required)) problems.push(`tools[${i}] ${name}: required "${required}" is not a property`);
+      if (!properties.includes(required))
+        problems.push(`tools[${i}] ${name}: required "${required}" is not a property`);
     }
     try {
       ajv.compile(tool.function.parameters);
     } catch (error) {
-      problems.push(`tools[${i}] ${name}: parameters is not a valid JSON schema (${(error as Error).message})`);
+      problems.push(
+        `tools[${i}] ${name}: parameters is not a valid JSON schema (${(error as Error).message})`,
+      );
     }
     tools.push(tool);
   });

@@ -28,7 +28,8 @@ export function renderTranscript(messages: readonly TranscriptMessage[]): string
     const text = contentText(message.content).trim();
     if (message.role === 'assistant') {
       if (text) lines.push(`agent: ${clip(text)}`);
-      for (const call of message.tool_calls ?? []) lines.push(`agent calls ${call.function.name}(${clip(call.function.arguments)})`);
+      for (const call of message.tool_calls ?? [])
+        lines.push(`agent calls ${call.function.name}(${clip(call.function.arguments)})`);
     } else if (message.role === 'tool') lines.push(`result: ${clip(text)}`);
     else lines.push(`${message.role}: ${clip(text)}`);
   }

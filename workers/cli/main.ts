@@ -6,7 +6,17 @@ import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
 import { loadEnvironment } from '../../schemas/environment';
 import { SpecValidationError } from '../../schemas/spec-error';
 import { connectWorker, createCpuWorker, runCpuWorker } from '../cpu-worker';
-import { cancelRun, describeRun, readReport, signalRun, startRun, waitForRun } from './run-commands';
+import {
+  cancelRun,
+  describeRun,
+  exportRun,
+  readReport,
+  signalRun,
+  startRun,
+  taskStage,
+  waitForRun,
+} from './run-commands';
+import { renderSummary } from './summary-view';
 import { readSpecFile } from './spec-file';
 import { renderRecord, renderTable } from './table';
 import { connectClient } from './temporal-client';
@@ -17,10 +27,11 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld worker [--task-queue Q]     run a CPU worker (workflows + activities) until Ctrl-C
   mockworld start <spec.yaml|json> [--id ID] [--wait]
                                         validate a spec, then start its run (workflow type = spec kind)
-  mockworld status <id>                 state, progress and counts of a run
+  mockworld status <id> [--task N]      state, progress and counts of a run (or the stage of task N)
   mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
   mockworld cancel <id>                 cancel a run; it records 'cancelled'
-  mockworld report <id>                 stored summary and model usage by role
+  mockworld report <id>                 stored statistics and model usage by role
+  mockworld export <id> [--out DIR]     write a synthesis run's dataset (tasks.jsonl, verl.jsonl)
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
 
   --json   machine-readable output for scripts`;
@@ -33,6 +44,8 @@ async function main(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       wait: { type: 'boolean', default: false },
       id: { type: 'string' },
+      task: { type: 'string' },
+      out: { type: 'string' },
       'task-queue': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -63,7 +76,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'worker': {
-      console.error(`worker polling ${values['task-queue'] ?? loadEnvironment().MOCKWORLD_TASK_QUEUE}; Ctrl-C to stop`);
+      console.error(
+        `worker polling ${values['task-queue'] ?? loadEnvironment().MOCKWORLD_TASK_QUEUE}; Ctrl-C to stop`,
+      );
       await runCpuWorker({ taskQueue: values['task-queue'] });
       return 0;
     }
@@ -83,6 +98,12 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'status': {
+      if (values.task !== undefined) {
+        const id = needId();
+        const stage = await taskStage(await connectClient(), id, Number(values.task));
+        print(`task ${values.task} of ${id}: ${stage}`, { workflowId: id, task: Number(values.task), stage });
+        return 0;
+      }
       const overview = await describeRun(await connectClient(), needId());
       const { status, ...temporal } = overview;
       const flat = {
@@ -114,13 +135,19 @@ async function main(argv: string[]): Promise<number> {
         [
           `${report.kind} run ${report.runId}: ${report.status}`,
           '',
-          renderRecord(report.summary ?? {}),
+          renderSummary(report.summary ?? {}),
           '',
           'model usage by role',
           renderTable(report.usage as unknown as Record<string, unknown>[]),
         ].join('\n'),
         report,
       );
+      return 0;
+    }
+    case 'export': {
+      const id = needId();
+      const result = await exportRun(id, values.out);
+      print(`${result.rows} tasks written to\n  ${result.tasksFile}\n  ${result.verlFile}`, result);
       return 0;
     }
     case 'demo':
@@ -140,7 +167,9 @@ async function demo(specFile: string): Promise<number> {
   const client = await connectClient();
   const outcome = worker.runUntil(async () => {
     const id = await startRun(client, spec);
-    console.log(`\nstarted ${spec.kind} run ${id}; watch it at http://localhost:${env.TEMPORAL_UI_PORT}/namespaces/${env.TEMPORAL_NAMESPACE}/workflows/${id}`);
+    console.log(
+      `\nstarted ${spec.kind} run ${id}; watch it at http://localhost:${env.TEMPORAL_UI_PORT}/namespaces/${env.TEMPORAL_NAMESPACE}/workflows/${id}`,
+    );
     await waitForRun(client, id);
     return id;
   });
@@ -148,10 +177,12 @@ async function demo(specFile: string): Promise<number> {
   await connection.close();
   const report = await readReport(id);
   console.log(`\n${report.kind} run ${id}: ${report.status}`);
-  console.log(renderRecord(report.summary ?? {}));
+  console.log(renderSummary(report.summary ?? {}));
   console.log('\nmodel usage by role');
   console.log(renderTable(report.usage as unknown as Record<string, unknown>[]));
-  console.log(`\nstored in PostgreSQL ${env.DATABASE_URL} (tables runs, llm_calls); again: ./bin/mockworld report ${id}`);
+  console.log(
+    `\nstored in PostgreSQL ${env.DATABASE_URL} (tables runs, llm_calls); again: ./bin/mockworld report ${id}`,
+  );
   console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
   return 0;
 }

@@ -5,11 +5,17 @@ import { loadEnvironment } from '../../schemas/environment';
 import type { RunStatus } from '../../schemas/run-status';
 import type { AnySpec } from '../../schemas/specs';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
+import { taskStageQuery } from '../../workflows/synthesis-controls';
+import { exportRunDataset, type ExportResult } from '../../activities/synthesis/export';
+import path from 'node:path';
 import { ProgressLine } from './progress';
 
 /** A workflow id users can read: kind, name, UTC start time. */
 export function defaultWorkflowId(spec: AnySpec, now = new Date()): string {
-  const name = ('name' in spec && typeof spec.name === 'string' ? spec.name : spec.kind).replace(/[^A-Za-z0-9_.-]/g, '-');
+  const name = ('name' in spec && typeof spec.name === 'string' ? spec.name : spec.kind).replace(
+    /[^A-Za-z0-9_.-]/g,
+    '-',
+  );
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
   return `${spec.kind.toLowerCase()}-${name}-${stamp}`;
 }
@@ -56,7 +62,11 @@ export async function describeRun(client: Client, workflowId: string): Promise<R
 }
 
 /** Sends a control signal (`pause` or `resume`). */
-export async function signalRun(client: Client, workflowId: string, which: 'pause' | 'resume'): Promise<void> {
+export async function signalRun(
+  client: Client,
+  workflowId: string,
+  which: 'pause' | 'resume',
+): Promise<void> {
   await client.workflow.getHandle(workflowId).signal(which === 'pause' ? pauseSignal : resumeSignal);
 }
 
@@ -66,7 +76,11 @@ export async function cancelRun(client: Client, workflowId: string): Promise<voi
 }
 
 /** Waits for a run to close, drawing a progress line from its status query. */
-export async function waitForRun(client: Client, workflowId: string, progress = new ProgressLine()): Promise<unknown> {
+export async function waitForRun(
+  client: Client,
+  workflowId: string,
+  progress = new ProgressLine(),
+): Promise<unknown> {
   const handle = client.workflow.getHandle(workflowId);
   const result = handle.result();
   let settled = false;
@@ -112,4 +126,21 @@ export async function readReport(runId: string): Promise<RunReport> {
     summary: row.summary,
     usage: await usageByRole(databaseUrl, runId),
   };
+}
+
+/** The stage of task `index` of a synthesis run (answered by the run's workflow). */
+export async function taskStage(client: Client, workflowId: string, index: number): Promise<string> {
+  if (!Number.isInteger(index) || index < 0)
+    throw new Error(`--task must be a task index (0, 1, ...), got ${index}`);
+  return client.workflow.getHandle(workflowId).query(taskStageQuery, index);
+}
+
+/** Writes a synthesis run's kept tasks to `directory` (default: the run's own export folder). */
+export async function exportRun(runId: string, directory?: string): Promise<ExportResult> {
+  const env = loadEnvironment();
+  return exportRunDataset(
+    getPool(env.DATABASE_URL),
+    runId,
+    path.resolve(directory ?? path.join(env.MOCKWORLD_HOME, 'datasets', runId)),
+  );
 }

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { SpecValidationError } from '../../schemas/spec-error';
 import { parseSpec, type AnySpec } from '../../schemas/specs';
@@ -16,14 +17,44 @@ export async function readSpecFile(file: string): Promise<AnySpec> {
   }
   if (Buffer.byteLength(text) > MAX_SPEC_BYTES) {
     throw new SpecValidationError('unknown', [
-      { path: '', message: `the document is larger than ${MAX_SPEC_BYTES} bytes; reference large data by path` },
+      {
+        path: '',
+        message: `the document is larger than ${MAX_SPEC_BYTES} bytes; reference large data by path`,
+      },
     ]);
   }
   let document: unknown;
   try {
     document = /\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100 });
   } catch (error) {
-    throw new SpecValidationError('unknown', [{ path: '', message: `not valid YAML/JSON: ${(error as Error).message}` }]);
+    throw new SpecValidationError('unknown', [
+      { path: '', message: `not valid YAML/JSON: ${(error as Error).message}` },
+    ]);
   }
-  return parseSpec(document);
+  return resolveSpecPaths(parseSpec(document), path.dirname(path.resolve(file)));
+}
+
+/**
+ * Makes the file paths a spec names absolute, relative to the spec file, so the run reads the
+ * same files whatever directory the worker runs in.
+ */
+function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
+  switch (spec.kind) {
+    case 'Synthesis': {
+      const overrides = Object.fromEntries(
+        Object.entries(spec.templates.overrides).map(([stage, file]) => [stage, path.resolve(baseDir, file)]),
+      );
+      return {
+        ...spec,
+        personas: { ...spec.personas, path: path.resolve(baseDir, spec.personas.path) },
+        templates: { ...spec.templates, overrides },
+      };
+    }
+    case 'Smoke':
+      return spec;
+    default: {
+      const unknown: never = spec;
+      throw new Error(`no path rules for spec kind ${(unknown as AnySpec).kind}`);
+    }
+  }
 }

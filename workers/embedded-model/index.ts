@@ -1,0 +1,21 @@
+/** The embedded model default: an OpenAI-compatible server over the pinned SmolLM2-135M-Instruct. */
+export {
+  startEmbeddedModelServer,
+  type EmbeddedModelServer,
+  type EmbeddedModelServerOptions,
+} from './server';
+export {
+  EmbeddedModel,
+  defaultThreads,
+  type EmbeddedModelOptions,
+  type ChatCompletion,
+  type EmbeddingList,
+} from './engine';
+export { ApiError } from './errors';
+export { toGbnfJsonSchema, withDefs, ANY_JSON } from './json-schema-grammar';
+export {
+  EMBEDDED_MODEL,
+  EmbeddedModelFetchError,
+  embeddedModelPath,
+  ensureEmbeddedModel,
+} from '../../deploy/embedded-model/fetch-model';
