@@ -1,10 +1,13 @@
 import type { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { MOCKWORLD_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
+// A CommonJS package: Node's ESM loader sees only its default export.
+const { temporal } = proto;
 const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
+type IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
 
-const PROTO_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+const PROTO_TYPE: Record<string, IndexedValueType> = {
   KEYWORD: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   TEXT: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
   INT: IndexedValueType.INDEXED_VALUE_TYPE_INT,
@@ -23,7 +26,7 @@ export async function registerSearchAttributes(connection: Connection, namespace
   const known = new Set(Object.keys(existing.customAttributes ?? {}));
   const missing = MOCKWORLD_SEARCH_ATTRIBUTES.filter((key) => !known.has(key.name));
   if (missing.length === 0) return [];
-  const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
+  const searchAttributes: Record<string, IndexedValueType> = {};
   for (const key of missing) {
     const type = PROTO_TYPE[key.type.toUpperCase()];
     if (type === undefined) throw new Error(`No indexed value type for search attribute ${key.name} (${key.type})`);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { closePools } from '../../activities/store/db';
+import { closePools, redactUrl } from '../../activities/store/db';
 import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
 import { loadEnvironment } from '../../schemas/environment';
@@ -15,6 +15,7 @@ import {
   startRun,
   taskStage,
   waitForRun,
+  type RunReport,
 } from './run-commands';
 import { renderSummary } from './summary-view';
 import { readSpecFile } from './spec-file';
@@ -94,7 +95,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       const result = await waitForRun(client, id);
-      print(renderRecord(result as Record<string, unknown>), { workflowId: id, result });
+      print(renderSummary(result as Record<string, unknown>), { workflowId: id, result });
       return 0;
     }
     case 'status': {
@@ -131,17 +132,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'report': {
       const report = await readReport(needId());
-      print(
-        [
-          `${report.kind} run ${report.runId}: ${report.status}`,
-          '',
-          renderSummary(report.summary ?? {}),
-          '',
-          'model usage by role',
-          renderTable(report.usage as unknown as Record<string, unknown>[]),
-        ].join('\n'),
-        report,
-      );
+      print(renderReport(report), report);
       return 0;
     }
     case 'export': {
@@ -151,10 +142,22 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'demo':
-      return demo(rest[0] ?? path.join(REPO_ROOT, 'examples', 'smoke.yaml'));
+      return demo(rest[0] ?? path.join(REPO_ROOT, 'examples', 'synthesis-demo.yaml'));
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
+}
+
+/** A stored run as tables: its summary, and its model usage by role when the run has its own calls. */
+function renderReport(report: RunReport): string {
+  const parts = [
+    `${report.kind} run ${report.runId}: ${report.status}`,
+    '',
+    renderSummary(report.summary ?? {}),
+  ];
+  if (report.usage.length)
+    parts.push('', 'model usage by role', renderTable(report.usage as unknown as Record<string, unknown>[]));
+  return parts.join('\n');
 }
 
 /** The README's main job: bring the stack up, serve a worker in-process, run a spec, report. */
@@ -176,12 +179,11 @@ async function demo(specFile: string): Promise<number> {
   const id = await outcome;
   await connection.close();
   const report = await readReport(id);
-  console.log(`\n${report.kind} run ${id}: ${report.status}`);
-  console.log(renderSummary(report.summary ?? {}));
-  console.log('\nmodel usage by role');
-  console.log(renderTable(report.usage as unknown as Record<string, unknown>[]));
+  console.log(`\n${renderReport(report)}`);
+  const dataset = (report.summary as { dataset?: { tasksFile: string; verlFile: string } } | null)?.dataset;
+  if (dataset) console.log(`\ndataset:    ${dataset.tasksFile}\n            ${dataset.verlFile}`);
   console.log(
-    `\nstored in PostgreSQL ${env.DATABASE_URL} (tables runs, llm_calls); again: ./bin/mockworld report ${id}`,
+    `statistics: ./bin/mockworld report ${id}  (PostgreSQL ${redactUrl(env.DATABASE_URL)}, table runs)`,
   );
   console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
   return 0;

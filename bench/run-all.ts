@@ -1,0 +1,93 @@
+/**
+ * Runs every benchmark of the project, one after the other (they share 2 cores; running them
+ * together would measure each other), and writes their Markdown tables into README.md between
+ * the `bench:start` / `bench:end` markers and into bench/results/summary.md.
+ *
+ * Run: `npm run bench` (or `npx tsx bench/run-all.ts [name ...]` for some of them).
+ */
+import { spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT } from '../deploy/paths';
+
+/** The benchmarks, in README order, with what each measures. */
+const BENCHMARKS = [
+  { name: 'model-layer', title: 'Model layer against the test model server (calls/s, added latency)' },
+  { name: 'synthesis', title: 'Synthesis through Temporal against a plain in-process loop' },
+  { name: 'embedded-model', title: 'Embedded model: server against raw node-llama-cpp (tokens/s)' },
+] as const;
+
+function run(script: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      process.stdout.write(chunk);
+      out += chunk.toString();
+    });
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${script} exited with ${code}`)),
+    );
+  });
+}
+
+/** The Markdown tables a benchmark printed (consecutive lines starting with `|`). */
+function tables(output: string): string[] {
+  const found: string[] = [];
+  let current: string[] = [];
+  for (const line of [...output.split('\n'), '']) {
+    if (line.startsWith('|')) current.push(line);
+    else if (current.length) {
+      found.push(current.join('\n'));
+      current = [];
+    }
+  }
+  return found;
+}
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const readmePath = path.join(REPO_ROOT, 'README.md');
+  const readme = await readFile(readmePath, 'utf8');
+  const sections: string[] = [];
+  for (const bench of BENCHMARKS) {
+    const previous = new RegExp(`(### ${bench.title}[\\s\\S]*?)(?=\\n### |$)`).exec(
+      readme.slice(readme.indexOf('<!-- bench:start -->'), readme.indexOf('<!-- bench:end -->')),
+    );
+    if (wanted.length && !wanted.includes(bench.name)) {
+      if (previous) sections.push(previous[1]!.trim()); // keep the last published figures
+      continue;
+    }
+    console.error(`\n== bench/${bench.name}.ts`);
+    const output = await run(path.join('bench', `${bench.name}.ts`));
+    const date = new Date().toISOString().slice(0, 10);
+    sections.push(
+      [
+        `### ${bench.title}`,
+        '',
+        `\`npx tsx bench/${bench.name}.ts\`, ${date}, ${os.cpus().length} cores`,
+        '',
+        ...tables(output).flatMap((t) => [t, '']),
+      ]
+        .join('\n')
+        .trim(),
+    );
+  }
+  const body = sections.join('\n\n');
+  await writeFile(path.join(REPO_ROOT, 'bench', 'results', 'summary.md'), `${body}\n`);
+  const start = readme.indexOf('<!-- bench:start -->');
+  const end = readme.indexOf('<!-- bench:end -->');
+  if (start < 0 || end < 0)
+    throw new Error('README.md lacks the <!-- bench:start --> / <!-- bench:end --> markers');
+  await writeFile(readmePath, `${readme.slice(0, start)}<!-- bench:start -->\n${body}\n${readme.slice(end)}`);
+  console.error('\nREADME.md and bench/results/summary.md updated');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
