@@ -56,9 +56,13 @@ export const RejectReasonSchema = z.enum([
 ]);
 export type RejectReason = z.infer<typeof RejectReasonSchema>;
 
-/** Stages of one task's lifecycle, in order; the last two are outcomes. */
+/**
+ * Stages of one task's lifecycle, in order; the last two are outcomes. `pending`: not started;
+ * `started`: its workflow is starting and has not reported a stage yet.
+ */
 export const TaskStageSchema = z.enum([
   'pending',
+  'started',
   'toolset',
   'refine',
   'instruction',

@@ -126,7 +126,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       }
       const idx = cursor++;
       startedHere++;
-      inFlight.set(idx, 'pending');
+      inFlight.set(idx, 'started');
       const child = await startChild(SynthesisTask, {
         workflowId: taskIdOf(runId, idx),
         args: [{ runId, idx, spec }],

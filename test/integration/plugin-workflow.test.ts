@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startModelServer, type ModelServer } from '../support/model-server';
+import { recordHistory } from '../support/histories';
 import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
 
 describe('a workflow started through the plugin', () => {
@@ -50,6 +51,7 @@ describe('a workflow started through the plugin', () => {
     expect(description.searchAttributes.MockworldKind).toEqual(['Smoke']);
     expect(description.searchAttributes.MockworldState).toEqual(['completed']);
     expect(await handle.query(statusQuery)).toMatchObject({ state: 'completed', done: 3, total: 3 });
+    await recordHistory(handle.workflowId, 'smoke-completed');
   });
 
   it('holds new steps while paused and finishes after resume', async () => {
@@ -72,6 +74,7 @@ describe('a workflow started through the plugin', () => {
 
     await handle.signal(resumeSignal);
     expect(await handle.result()).toMatchObject({ steps: 2 });
+    await recordHistory(handle.workflowId, 'smoke-paused-resumed');
   });
 
   it('fails at once, naming every bad field, when started with an invalid spec as from the UI', async () => {
@@ -88,5 +91,6 @@ describe('a workflow started through the plugin', () => {
     const description = await handle.describe();
     expect(description.status.name).toBe('FAILED');
     expect(description.historyLength).toBeLessThan(10);
+    await recordHistory(handle.workflowId, 'smoke-invalid-spec');
   });
 });

@@ -9,6 +9,7 @@ import { TaskStageSchema } from '../../schemas/synthesis-records';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startModelServer, type ModelServer } from '../support/model-server';
 import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script';
+import { recordHistory } from '../support/histories';
 import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
 
 const TASKS = 20;
@@ -121,6 +122,11 @@ describe('a synthesis dataset run on the real stack', () => {
     expect(exported[0].tools.map((t: { function: { name: string } }) => t.function.name)).toContain('ask_user');
     const verl = (await readFile(report.dataset.verlFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(verl[0]).toMatchObject({ prompt: expect.any(Array), extra_info: { rubric: expect.any(Object), tools_kwargs: expect.any(Object) } });
+
+    await recordHistory(handle.workflowId, 'synthesis-paused-resumed');
+    await recordHistory(`${handle.workflowId}-task-00000`, 'synthesis-task-kept');
+    await recordHistory(`${handle.workflowId}-task-00001`, 'synthesis-task-invalid-tools');
+    await recordHistory(`${handle.workflowId}-task-00003`, 'synthesis-task-low-coverage');
 
     // Every paid model call is in the ledger exactly once.
     const calls = await sql.query('SELECT count(*)::int AS n FROM llm_calls');
