@@ -1,6 +1,7 @@
 import { loadEnvironment } from '../schemas/environment';
 import { withLivenessHeartbeats } from './heartbeat';
 import { createModelClient } from './llm';
+import { createRewardActivities } from './reward';
 import { createRunActivities } from './runs';
 import { createSmokeActivities } from './smoke';
 import { createSynthesisActivities } from './synthesis';
@@ -20,6 +21,7 @@ export function createActivities(
     ...createRunActivities(deps.databaseUrl),
     ...createSmokeActivities(models),
     ...createSynthesisActivities(deps.databaseUrl, models),
+    ...createRewardActivities(deps.databaseUrl, models),
   });
 }
 

@@ -10,7 +10,7 @@ export const TemplatesSchema = z
     version: z.enum(['v1']).default('v1').describe('Shipped template set (activities/synthesis/templates/<version>).'),
     overrides: z
       .partialRecord(
-        z.enum(['toolset', 'refine', 'instruction', 'agent', 'toolSimulator', 'userSimulator', 'rubric']),
+        z.enum(['toolset', 'refine', 'instruction', 'agent', 'toolSimulator', 'userSimulator', 'rubric', 'judge']),
         z.string().min(1),
       )
       .default({})

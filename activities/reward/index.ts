@@ -1,0 +1,46 @@
+/**
+ * The reward of GRPO training in the mock world (seed §3.3–3.4): an LLM judge grades a finished
+ * episode against its task's rubric, the rubric reward R(τ) of eq. 5 is computed and stored, and
+ * group-normalized advantages are derived as the trainer does.
+ */
+import { Context } from '@temporalio/activity';
+import type { ModelClient } from '../llm';
+import { getPool } from '../store/db';
+import { judgeEpisode, type JudgeInputData, type JudgementSummary } from './judge';
+
+export { DEFAULT_ADVANTAGE_EPS, groupAdvantages, type GroupAdvantages } from './advantages';
+export { EpisodeNotGradableError, UngradableRubricError } from './errors';
+export {
+  DEFAULT_JUDGE_SAMPLING,
+  JUDGE_ROLE,
+  JudgeInputSchema,
+  judgeEpisode,
+  type JudgeDependencies,
+  type JudgeInput,
+  type JudgeInputData,
+  type JudgementSummary,
+} from './judge';
+export { JUDGEMENT_SCHEMA_NAME, judgementSchema, verdictsOf, type Judgement } from './judge-schema';
+export { rubricReward, type RubricReward, type RubricVerdicts } from './reward';
+
+/** The reward activities, bound to one database and model client. */
+export function createRewardActivities(databaseUrl: string, models: ModelClient) {
+  return {
+    /**
+     * Judges one finished rollout and stores its reward; a retry returns the stored judgement
+     * without a model call. Not retryable: `UngradableRubricError`, `EpisodeNotGradableError`,
+     * `StructuredOutputRejectedError`.
+     */
+    async judgeEpisode(input: JudgeInputData): Promise<JudgementSummary> {
+      return judgeEpisode({ pool: getPool(databaseUrl), models, signal: activitySignal() }, input);
+    },
+  };
+}
+
+function activitySignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined; // called outside an activity (scripts, benchmarks)
+  }
+}

@@ -1,0 +1,245 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import { ModelEndpointSchema, SamplingSchema, type Sampling } from '../../schemas/model-endpoint';
+import { RubricSchema, type Rubric } from '../../schemas/synthesis-records';
+import type { ModelClient } from '../llm';
+import { resolveEndpoint } from '../llm/default-endpoint';
+import { renderTranscript } from '../synthesis/transcript';
+import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates';
+import { EpisodeNotGradableError, UngradableRubricError } from './errors';
+import { JUDGEMENT_SCHEMA_NAME, judgementSchema, sortedJudgement, verdictsOf } from './judge-schema';
+import { rubricReward } from './reward';
+
+/** Ledger role of the judge's calls (and the `X-Mockworld-Role` the test model server sees). */
+export const JUDGE_ROLE = 'judge';
+
+/**
+ * Sampling of a judge role that sets none: greedy, so the same transcript gets the same verdicts,
+ * with room for one verdict per item of the largest rubrics plus evidence quotes.
+ */
+export const DEFAULT_JUDGE_SAMPLING: Sampling = { temperature: 0, topP: 1, maxTokens: 2048 };
+
+const SYSTEM_PROMPT =
+  'You are a strict, impartial grader of AI assistant transcripts. You check each rubric item ' +
+  'against what the transcript shows and answer with JSON only.';
+
+/** One episode to judge: ids and settings only (it travels in a Temporal payload). */
+export const JudgeInputSchema = z
+  .object({
+    episodeId: z.string().min(1).describe('The finished episode (rollout) to judge.'),
+    taskId: z.string().min(1).describe('Its task, whose rubric is used; must match the episode.'),
+    judge: z
+      .object({
+        endpoint: ModelEndpointSchema.optional(),
+        sampling: SamplingSchema.default(DEFAULT_JUDGE_SAMPLING),
+      })
+      .strict()
+      .describe('The judge model role; unset sampling = temperature 0 (DEFAULT_JUDGE_SAMPLING).'),
+    runId: z.string().min(1).describe('Workflow id of the run that pays for the judge call (usage ledger).'),
+    templates: z
+      .object({
+        version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'a shipped template version such as v1'),
+        overrides: z.record(z.string(), z.string().min(1)).default({}),
+      })
+      .strict()
+      .default({ version: 'v1', overrides: {} })
+      .describe('Template choice of the run; the `judge` stage is used.'),
+    policyVersion: z
+      .string()
+      .min(1)
+      .default('base')
+      .describe(
+        'Weights behind the judge endpoint (model cache key). Pass the policy version when the judge ' +
+          'shares its endpoint with the policy being trained (the embedded model on a laptop).',
+      ),
+  })
+  .strict();
+
+/** A judge input as a caller writes it; a spec's `ModelRole` fits `judge`. */
+export type JudgeInputData = z.input<typeof JudgeInputSchema>;
+/** A validated judge input. */
+export type JudgeInput = z.infer<typeof JudgeInputSchema>;
+
+/** The small result of judging an episode; the verdicts stay in `judgements`. */
+export interface JudgementSummary {
+  readonly episodeId: string;
+  /** R(τ) of seed eq. 5, in [0, 1]. */
+  readonly reward: number;
+  /** Fraction of sub-goals achieved; null when the rubric has none. */
+  readonly subGoalFraction: number | null;
+  /** Fraction of required interactions satisfied; null when the rubric requires none. */
+  readonly interactionFraction: number | null;
+  /** True when any forbidden behaviour was violated (then the reward is 0). */
+  readonly forbiddenViolated: boolean;
+}
+
+/** What {@link judgeEpisode} needs from the worker process. */
+export interface JudgeDependencies {
+  /** PostgreSQL holding `tasks`, `episodes` and `judgements` (migrated). */
+  readonly pool: pg.Pool;
+  /** The model client; a repeated judge call is served from its cache. */
+  readonly models: ModelClient;
+  /** Cancels the judge call; it then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+interface JudgementRow {
+  episode_id: string;
+  task_id: string;
+  forbidden_violated: boolean;
+  sub_goal_fraction: number | null;
+  interaction_fraction: number | null;
+  reward: number;
+}
+
+/**
+ * Judges one finished episode against its task's rubric and stores the reward (seed §3.3): an LLM
+ * judge (role `judge`, structured output) gives one verdict per forbidden behaviour (with an
+ * evidence quote), per sub-goal and per required interaction, and {@link rubricReward} turns them
+ * into R(τ). The judgement is written insert-if-absent, so a retried activity returns the first
+ * judgement without calling the judge again.
+ *
+ * A judge that fails — output still invalid after the model layer's one repair
+ * (`StructuredOutputRejectedError`), endpoint retries exhausted — throws, and nothing is stored:
+ * a rollout is never given a default score. {@link UngradableRubricError} and
+ * {@link EpisodeNotGradableError} are not retryable.
+ */
+export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData): Promise<JudgementSummary> {
+  const input = JudgeInputSchema.parse(data);
+  const { pool } = deps;
+  const stored = await findJudgement(pool, input);
+  if (stored) return stored;
+
+  const task = await loadGradedTask(pool, input.taskId);
+  const messages = await loadFinishedEpisode(pool, input);
+  const schema = judgementSchema(task.rubric);
+  const template = await loadTemplate('judge', input.templates as TemplateChoice);
+  const endpoint = resolveEndpoint(input.judge.endpoint);
+  const { value, cacheKey } = await deps.models.structured(
+    {
+      endpoint,
+      messages: [
+        { role: 'system', content: SYSTEM_PROMPT },
+        {
+          role: 'user',
+          content: renderTemplate(template, {
+            instruction: task.instruction,
+            hiddenContext: task.hiddenContext,
+            transcript: renderTranscript(messages) || '(the assistant did nothing)',
+            forbidden: numbered(task.rubric.forbidden),
+            forbiddenCount: String(task.rubric.forbidden.length),
+            subGoals: numbered(task.rubric.subGoals),
+            subGoalCount: String(task.rubric.subGoals.length),
+            requiredInteractions: numbered(task.rubric.requiredInteractions),
+            interactionCount: String(task.rubric.requiredInteractions.length),
+          }),
+        },
+      ],
+      sampling: input.judge.sampling,
+      policyVersion: input.policyVersion,
+      runId: input.runId,
+      role: JUDGE_ROLE,
+      signal: deps.signal,
+    },
+    schema,
+    JUDGEMENT_SCHEMA_NAME,
+  );
+  const reward = rubricReward(verdictsOf(value));
+  await pool.query(
+    `INSERT INTO judgements (episode_id, task_id, run_id, judge_model, template_id, llm_cache_key, verdicts,
+                             forbidden_violated, sub_goal_fraction, interaction_fraction, reward)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11)
+     ON CONFLICT (episode_id) DO NOTHING`,
+    [
+      input.episodeId,
+      input.taskId,
+      input.runId,
+      endpoint.model,
+      template.id,
+      cacheKey,
+      JSON.stringify(sortedJudgement(value)),
+      reward.forbiddenViolated,
+      reward.subGoalFraction,
+      reward.interactionFraction,
+      reward.reward,
+    ],
+  );
+  // Read back: when a concurrent attempt wrote first, its judgement is the one that counts.
+  const written = await findJudgement(pool, input);
+  if (!written) throw new Error(`judgement of episode ${input.episodeId} vanished after insert`);
+  return written;
+}
+
+/** The stored judgement of the episode, if any; one of another task is a caller bug. */
+async function findJudgement(pool: pg.Pool, input: JudgeInput): Promise<JudgementSummary | undefined> {
+  const { rows } = await pool.query<JudgementRow>(
+    `SELECT episode_id, task_id, forbidden_violated, sub_goal_fraction, interaction_fraction, reward
+       FROM judgements WHERE episode_id = $1`,
+    [input.episodeId],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  if (row.task_id !== input.taskId) {
+    throw new EpisodeNotGradableError(
+      input.episodeId,
+      `it was judged for task ${row.task_id}, not ${input.taskId}`,
+    );
+  }
+  return {
+    episodeId: row.episode_id,
+    reward: row.reward,
+    subGoalFraction: row.sub_goal_fraction,
+    interactionFraction: row.interaction_fraction,
+    forbiddenViolated: row.forbidden_violated,
+  };
+}
+
+/** What the judge is shown of a task. */
+interface GradedTask {
+  readonly instruction: string;
+  readonly hiddenContext: string;
+  readonly rubric: Rubric;
+}
+
+async function loadGradedTask(pool: pg.Pool, taskId: string): Promise<GradedTask> {
+  const { rows } = await pool.query<{
+    rubric: unknown;
+    instruction: string | null;
+    hidden_context: string | null;
+  }>('SELECT rubric, instruction, hidden_context FROM tasks WHERE task_id = $1', [taskId]);
+  const row = rows[0];
+  if (!row) throw new UngradableRubricError('the task does not exist', taskId);
+  if (row.rubric === null) throw new UngradableRubricError('it has no rubric yet', taskId);
+  const rubric = RubricSchema.safeParse(row.rubric);
+  if (!rubric.success) {
+    const where = rubric.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new UngradableRubricError(`its rubric is malformed (${where})`, taskId);
+  }
+  if (rubric.data.subGoals.length === 0 && rubric.data.requiredInteractions.length === 0) {
+    throw new UngradableRubricError('its rubric has neither sub-goals nor required interactions', taskId);
+  }
+  return { instruction: row.instruction ?? '', hiddenContext: row.hidden_context ?? '', rubric: rubric.data };
+}
+
+async function loadFinishedEpisode(pool: pg.Pool, input: JudgeInput) {
+  const { rows } = await pool.query<{
+    task_id: string;
+    end_reason: string | null;
+    messages: Parameters<typeof renderTranscript>[0];
+  }>('SELECT task_id, end_reason, messages FROM episodes WHERE episode_id = $1', [input.episodeId]);
+  const row = rows[0];
+  if (!row) throw new EpisodeNotGradableError(input.episodeId, 'it does not exist');
+  if (row.task_id !== input.taskId) {
+    throw new EpisodeNotGradableError(
+      input.episodeId,
+      `it belongs to task ${row.task_id}, not ${input.taskId}`,
+    );
+  }
+  if (row.end_reason === null) throw new EpisodeNotGradableError(input.episodeId, 'it has not ended');
+  return row.messages;
+}
+
+/** `0. first\n1. second`, or `(none)`: the numbering the judge's indices refer to. */
+function numbered(items: readonly string[]): string {
+  return items.length === 0 ? '(none)' : items.map((item, i) => `${i}. ${item}`).join('\n');
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { ModelEndpointSchema, ModelRoleSchema, SamplingSchema } from './model-endpoint';
+import { TemplatesSchema } from './synthesis-spec';
+
+/** The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model. */
+export const PolicyBaseSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('tiny'),
+      seed: z.number().int().min(0).default(0),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('pretrained'),
+      path: z.string().min(1).describe('Local directory of a transformers model (shared storage on a cluster).'),
+      dtype: z.enum(['float32', 'bfloat16', 'float16']).default('bfloat16'),
+    })
+    .strict(),
+]);
+
+/**
+ * GRPO training in the mock world with rubric rewards (seed 000 §3.2–3.4, App. A). Defaults are
+ * the seed's: global batch 128 tasks, PPO mini-batch 16, n = 16 rollouts per task, 16 turns,
+ * clip 0.2 / 0.28, 2 epochs.
+ */
+export const GrpoSpecSchema = z
+  .object({
+    kind: z.literal('GrpoTraining'),
+    name: z.string().min(1).max(80).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('grpo'),
+    dataset: z
+      .object({
+        synthesisRunId: z.string().min(1).describe('Workflow id of the Synthesis run whose kept tasks are trained on.'),
+        heldOutTasks: z.number().int().min(0).default(0).describe('Kept tasks held out for evaluation (never trained on).'),
+      })
+      .strict(),
+    policy: z
+      .object({
+        base: PolicyBaseSchema,
+        endpoint: ModelEndpointSchema.describe('OpenAI-compatible server that serves the latest weights of this run.'),
+        sampling: SamplingSchema.default({ temperature: 1, topP: 1, maxTokens: 1024 }),
+      })
+      .strict(),
+    judge: ModelRoleSchema.default({ sampling: { temperature: 0, topP: 1, maxTokens: 1024 } }),
+    toolSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.2, topP: 1, maxTokens: 512 } }),
+    userSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.3, topP: 1, maxTokens: 256 } }),
+    globalBatch: z.number().int().min(1).max(4096).default(128).describe('Tasks per iteration.'),
+    miniBatch: z.number().int().min(1).max(4096).default(16).describe('Tasks per optimizer step (PPO mini-batch).'),
+    rolloutsPerTask: z.number().int().min(2).max(256).default(16).describe('Group size n.'),
+    maxTurns: z.number().int().min(1).max(64).default(16),
+    clipLow: z.number().gt(0).lt(1).default(0.2),
+    clipHigh: z.number().gt(0).lt(1).default(0.28),
+    learningRate: z.number().gt(0).max(1).default(1e-6),
+    epochs: z.number().int().min(1).max(100).default(2),
+    evaluateEvery: z.number().int().min(0).default(0).describe('Iterations between held-out evaluations (0 = never).'),
+    seed: z.number().int().min(0).default(0),
+    templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    if (spec.globalBatch % spec.miniBatch !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['miniBatch'],
+        message: `must divide globalBatch (${spec.globalBatch}); e.g. ${largestDivisorAtMost(spec.globalBatch, spec.miniBatch)}`,
+      });
+    }
+    if (spec.evaluateEvery > 0 && spec.dataset.heldOutTasks === 0) {
+      ctx.addIssue({ code: 'custom', path: ['dataset', 'heldOutTasks'], message: 'must be > 0 when evaluateEvery is set' });
+    }
+  });
+
+function largestDivisorAtMost(n: number, atMost: number): number {
+  for (let d = Math.min(n, atMost); d > 1; d--) if (n % d === 0) return d;
+  return 1;
+}
+
+/** Validated GRPO training spec. */
+export type GrpoSpec = z.infer<typeof GrpoSpecSchema>;
