@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { closePools, redactUrl } from '../../activities/store/db';
 import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
@@ -163,6 +164,8 @@ function renderReport(report: RunReport): string {
 /** The README's main job: bring the stack up, serve a worker in-process, run a spec, report. */
 async function demo(specFile: string): Promise<number> {
   const spec = await readSpecFile(specFile);
+  // The demo prints its own progress; the SDK's per-worker INFO lines would drown it.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
   await stackUp((line) => console.log(line));
   const env = loadEnvironment();
   const connection = await connectWorker(env.TEMPORAL_ADDRESS);

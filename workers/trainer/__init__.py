@@ -2,5 +2,6 @@
 
 Modules: grpo (advantages and clipped loss), grpo_step and sft (one update over a batch), model
 (policies and transcript tokenization), batches (batch references), checkpoint (atomic per-step
-checkpoints), trainer (exactly-once steps), activities and worker (Temporal). See README.md.
+checkpoints), trainer (exactly-once steps), activities and worker (Temporal), policy_server (an
+OpenAI-compatible endpoint serving a run's latest weights). See README.md.
 """

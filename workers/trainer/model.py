@@ -44,6 +44,10 @@ class TranscriptTokenizer(Protocol):
 
     def encode(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Encoded: ...
 
+    def generation_prompt(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]: ...
+
 
 def message_text(message: dict[str, Any]) -> str:
     """The text of a message as the byte tokenizer writes it: content, then one JSON line per tool call."""
@@ -82,6 +86,15 @@ class ByteTokenizer:
             mask += [0] + [generated] * (len(body) + 1)
         return Encoded(ids, mask)
 
+    def generation_prompt(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """What the policy sees before writing the next assistant turn: the transcript, then ``<assistant>``.
+
+        ``encode(messages + [reply]).input_ids`` is this followed by the reply's bytes and ``<end>``.
+        """
+        return self.encode(messages, tools).input_ids + [self.ROLE_IDS["assistant"]]
+
     def decode(self, ids: Sequence[int]) -> str:
         return bytes(i for i in ids if i < 256).decode(errors="replace")
 
@@ -113,7 +126,10 @@ class ChatTemplateTokenizer:
     def _ids(self, text: str) -> list[int]:
         return self.hf(text, add_special_tokens=False)["input_ids"] if text else []
 
-    def encode(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Encoded:
+    def _assistant_segments(
+        self, messages: Sequence[dict[str, Any]], tools: Any
+    ) -> tuple[list[int], list[int], str]:
+        """Token ids and mask up to the end of the last assistant turn, and the text they render."""
         ids: list[int] = []
         mask: list[int] = []
         done = ""
@@ -131,11 +147,26 @@ class ChatTemplateTokenizer:
                 ids += seg
                 mask += [bit] * len(seg)
             done = full
+        return ids, mask, done
+
+    def encode(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Encoded:
+        ids, mask, done = self._assistant_segments(messages, tools)
         rest = self._render(messages, tools, False)
         if not rest.startswith(done):
             raise BadRequestError("chat template is not prefix-stable at the end of the transcript")
         seg = self._ids(rest[len(done) :])
         return Encoded(ids + seg, mask + [0] * len(seg))
+
+    def generation_prompt(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """The prompt of the next assistant turn, tokenized segment by segment exactly as ``encode`` will
+        tokenize it once that turn is appended (so served and trained context tokens agree)."""
+        ids, _, done = self._assistant_segments(messages, tools)
+        prompt = self._render(messages, tools, True)
+        if not prompt.startswith(done):
+            raise BadRequestError(f"chat template is not prefix-stable at message {len(messages)}")
+        return ids + self._ids(prompt[len(done) :])
 
 
 @dataclass

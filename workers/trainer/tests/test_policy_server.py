@@ -1,0 +1,312 @@
+"""The policy endpoint: OpenAI responses, tool calls, weight sync after trainer steps, seeded sampling."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
+
+from workers.trainer import policy_server
+from workers.trainer.config import TinyModelSpec
+from workers.trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_tokenizer
+from workers.trainer.policy_server import PolicyServer, parse_tool_calls
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY_SPEC = TinyModelSpec(**{k: v for k, v in TINY.items() if k != "kind"})
+TOOLS = [
+    {"type": "function", "function": {"name": "get_logs", "parameters": {"type": "object"}}},
+    {"type": "function", "function": {"name": "rollback", "parameters": {"type": "object"}}},
+]
+ASK = [{"role": "system", "content": "You are an SRE agent."}, {"role": "user", "content": "Checkout 500s. Fix?"}]
+END = ByteTokenizer.END
+
+
+def call(server: PolicyServer, path: str, body: dict | None = None) -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of one HTTP request to the server."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, json.loads(e.read())
+
+
+def chat(server: PolicyServer, **body) -> tuple[int, dict, dict]:
+    return call(server, "/chat/completions", {"model": "policy", "messages": ASK, **body})
+
+
+@pytest.fixture
+def serve(store):
+    """Starts policy servers on free ports against the test's checkpoint dir; closes them afterwards."""
+    started = []
+
+    def start(run_id: str = "run-1", base=TINY_SPEC) -> PolicyServer:
+        server = PolicyServer(run_id, base=base, store=store, device=torch.device("cpu"), port=0, reload_interval_s=0.5)
+        started.append(server.start())
+        return server
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def scripted(monkeypatch, text: str) -> list[int]:
+    """Makes generation return ``text`` in the byte layout followed by the end-of-turn token."""
+    ids = [*text.encode(), END]
+    monkeypatch.setattr(policy_server, "generate", lambda *a, **k: (list(ids), "stop"))
+    return ids
+
+
+# --- responses -----------------------------------------------------------------------------------------
+
+
+def test_a_chat_completion_is_a_valid_openai_response_with_real_usage(serve):
+    server = serve()
+    status, headers, out = chat(server, max_tokens=16, seed=3)
+    assert status == 200 and headers["x-policy-version"] == "0"
+    assert out["object"] == "chat.completion" and out["id"].startswith("chatcmpl-") and out["model"] == "policy"
+    assert out["system_fingerprint"] == "step-0" and out["policy_version"] == 0
+    (choice,) = out["choices"]
+    assert choice["index"] == 0 and choice["message"]["role"] == "assistant"
+    assert isinstance(choice["message"]["content"], str) and "tool_calls" not in choice["message"]
+    assert choice["finish_reason"] in ("stop", "length")
+    prompt = ByteTokenizer().generation_prompt(ASK)
+    usage = out["usage"]
+    assert usage["prompt_tokens"] == len(prompt) and 1 <= usage["completion_tokens"] <= 16
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    if choice["finish_reason"] == "length":
+        assert usage["completion_tokens"] == 16
+
+    status, headers, models = call(server, "/models")
+    assert status == 200 and headers["x-policy-version"] == "0"
+    assert models["object"] == "list"
+    assert models["data"][0]["id"] == "policy" and models["data"][0]["policy_version"] == 0
+
+
+def test_bad_requests_name_every_bad_field_and_unknown_models_are_404(serve):
+    server = serve()
+    status, _, out = call(
+        server,
+        "/chat/completions",
+        {"messages": [{"role": "robot", "content": "hi"}], "n": 0, "stream": True, "top_p": 0, "tools": [{}]},
+    )
+    assert status == 400 and out["error"]["type"] == "invalid_request_error"
+    for path in ("messages[0].role", "tools[0]", "top_p", "n:", "stream"):
+        assert path in out["error"]["message"]
+    status, _, out = chat(server, model="gpt-4o")
+    assert status == 404 and out["error"]["code"] == "model_not_found"
+    assert call(server, "/completions", {})[0] == 404
+
+
+# --- tool calls ---------------------------------------------------------------------------------------
+
+
+def test_a_tool_call_in_the_byte_layout_maps_to_tool_calls_and_trains_on_the_same_tokens(serve, monkeypatch):
+    server = serve()
+    text = 'Checking logs.\n<tool_call>{"arguments": "{\\"svc\\": \\"checkout\\"}", "name": "get_logs"}</tool_call>'
+    ids = scripted(monkeypatch, text)
+    status, _, out = chat(server, tools=TOOLS, seed=1)
+    assert status == 200
+    (choice,) = out["choices"]
+    assert choice["finish_reason"] == "tool_calls"
+    message = choice["message"]
+    assert message["content"] == "Checking logs."
+    (tc,) = message["tool_calls"]
+    assert re.fullmatch(r"call_[0-9a-f]{24}", tc["id"]) and tc["type"] == "function"
+    assert tc["function"] == {"name": "get_logs", "arguments": '{"svc": "checkout"}'}
+    assert out["usage"]["completion_tokens"] == len(ids)
+    # The trainer's encoding of the transcript with this reply is exactly prompt + sampled tokens, all trained.
+    enc = ByteTokenizer().encode([*ASK, message], TOOLS)
+    prompt = ByteTokenizer().generation_prompt(ASK, TOOLS)
+    assert enc.input_ids == prompt + ids
+    assert enc.loss_mask == [0] * len(prompt) + [1] * len(ids)
+    assert chat(server, tools=TOOLS, seed=1)[2]["choices"][0]["message"]["tool_calls"][0]["id"] == tc["id"]
+
+
+def test_qwen_style_calls_with_object_arguments_and_several_calls_map_to_tool_calls(serve, monkeypatch):
+    server = serve()
+    scripted(
+        monkeypatch,
+        '<tool_call>\n{"name": "get_logs", "arguments": {"svc": "checkout"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "rollback"}\n</tool_call>',
+    )
+    _, _, out = chat(server, tools=TOOLS)
+    message = out["choices"][0]["message"]
+    assert out["choices"][0]["finish_reason"] == "tool_calls" and message["content"] is None
+    assert [c["function"] for c in message["tool_calls"]] == [
+        {"name": "get_logs", "arguments": '{"svc": "checkout"}'},
+        {"name": "rollback", "arguments": "{}"},
+    ]
+    assert len({c["id"] for c in message["tool_calls"]}) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "delete_prod", "arguments": {}}</tool_call>',  # not one of the tools
+        '<tool_call>{"name": "get_logs", "arguments": {}</tool_call>',  # not JSON
+        '<tool_call>{"name": "get_logs", "arguments": {}}</tool_call> and then some',  # text after the call
+        '<tool_call>{"name": "get_logs", "arguments": {}}',  # unterminated
+        '<tool_call>{"name": "get_logs", "arguments": [1]}</tool_call>',  # arguments not an object
+        '<tool_call>{"name": "get_logs", "arguments": "not json"}</tool_call>',
+        '<tool_call>{"name": "get_logs", "args": {}}</tool_call>',  # unknown key
+        "\x00\x7f\ufffd<tool_call></tool_call>",
+        '<tool_call>{"name": ["get_logs"]}</tool_call>',  # a name that is not a string
+        "<tool_call>" + "[" * 100_000 + "</tool_call>",  # nesting too deep for the JSON parser
+    ],
+    ids=["unknown-tool", "bad-json", "text-after", "unterminated", "array-args", "string-args-not-json",
+         "unknown-key", "junk", "name-not-string", "deep-nesting"],
+)
+def test_output_that_is_not_a_clean_tool_call_is_returned_as_content(text):
+    assert parse_tool_calls(text, frozenset({"get_logs"})) is None
+
+
+def test_junk_and_calls_without_tools_come_back_as_content(serve, monkeypatch):
+    server = serve()
+    junk = "\x00\x1b\ufffd<tool_call>{oops"
+    scripted(monkeypatch, junk)
+    _, _, out = chat(server, tools=TOOLS)
+    assert out["choices"][0]["message"]["content"] == junk and out["choices"][0]["finish_reason"] == "stop"
+    text = '<tool_call>{"name": "get_logs"}</tool_call>'
+    scripted(monkeypatch, text)
+    for extra in ({}, {"tools": TOOLS, "tool_choice": "none"}):  # no tools offered, or calls turned off
+        _, _, out = chat(server, **extra)
+        assert out["choices"][0]["message"] == {"role": "assistant", "content": text, "refusal": None}
+        assert out["choices"][0]["finish_reason"] == "stop"
+
+
+def test_invalid_utf8_from_a_random_model_is_still_a_json_response(serve, monkeypatch):
+    server = serve()
+    monkeypatch.setattr(policy_server, "generate", lambda *a, **k: ([0xFF, 0xC3, 0x00, 0x80, 259], "stop"))
+    status, _, out = chat(server, tools=TOOLS)
+    assert status == 200 and out["choices"][0]["message"]["content"] == "\ufffd\ufffd\x00\ufffd"
+
+
+# --- sampling ----------------------------------------------------------------------------------------
+
+
+def test_the_same_seed_gives_the_same_output_and_choice_i_uses_seed_plus_i(serve):
+    server = serve()
+    first = chat(server, seed=7, temperature=1.0, max_tokens=24)[2]["choices"]
+    assert chat(server, seed=7, temperature=1.0, max_tokens=24)[2]["choices"] == first
+    other = chat(server, seed=8, temperature=1.0, max_tokens=24)[2]["choices"]
+    assert other != first
+    two = chat(server, seed=7, temperature=1.0, max_tokens=24, n=2)[2]
+    assert [c["message"] for c in two["choices"]] == [first[0]["message"], other[0]["message"]]
+    greedy = [chat(server, temperature=0, max_tokens=12)[2]["choices"][0]["message"] for _ in range(2)]
+    assert greedy[0] == greedy[1]
+    nucleus = chat(server, seed=7, temperature=0.7, top_p=0.5, max_tokens=12)[2]["choices"]
+    assert nucleus == chat(server, seed=7, temperature=0.7, top_p=0.5, max_tokens=12)[2]["choices"]
+
+
+# --- weight sync -------------------------------------------------------------------------------------
+
+
+def test_after_a_trainer_step_the_server_serves_the_new_weights_and_in_flight_requests_finish_on_the_old(
+    serve, trainer, tmp_path, monkeypatch
+):
+    server = serve("wf-sync")
+    old = server.holder.served
+    before = [chat(server, seed=s, max_tokens=32)[2]["choices"] for s in range(4)]
+
+    real_generate = policy_server.generate
+    entered, release = threading.Event(), threading.Event()
+
+    def generate(served, *args, **kwargs):
+        if served.step == 0 and not release.is_set():
+            entered.set()
+            release.wait(10)
+        return real_generate(served, *args, **kwargs)
+
+    monkeypatch.setattr(policy_server, "generate", generate)
+    in_flight: dict = {}
+    t = threading.Thread(target=lambda: in_flight.update(out=chat(server, seed=0, max_tokens=32)))
+    t.start()
+    assert entered.wait(10)
+
+    ref = write_jsonl(tmp_path / "step-1.jsonl", rollout_batch())
+    applied = trainer.train_step("wf-sync", 1, ref, model=TINY, config={"lr": 1e-2})
+    status, headers, after = chat(server, seed=0, max_tokens=32)
+    assert status == 200 and headers["x-policy-version"] == "1"
+    assert after["policy_version"] == 1 and after["system_fingerprint"] == "step-1"
+    assert call(server, "/models")[2]["data"][0]["policy_version"] == 1
+
+    new = server.holder.served
+    assert new.step == 1 and new.model_path == applied["model_path"] and new.policy.model is not old.policy.model
+    probe = torch.tensor([ByteTokenizer().generation_prompt(ASK)])
+    with torch.no_grad():
+        assert not torch.allclose(old.policy.model(probe).logits, new.policy.model(probe).logits)
+    # same seeds and prompt, different weights: the sampled outputs change
+    assert [chat(server, seed=s, max_tokens=32)[2]["choices"] for s in range(4)] != before
+
+    release.set()
+    t.join(10)
+    status, headers, out = in_flight["out"]
+    assert status == 200 and headers["x-policy-version"] == "0" and out["policy_version"] == 0
+    assert out["choices"] == before[0]  # finished on the weights it started with
+    assert server.holder.loads == 2  # step 0, then step 1 once
+
+
+def test_a_step_whose_weights_cannot_be_loaded_keeps_the_old_policy(serve, trainer, tmp_path):
+    server = serve("wf-pruned")
+    trainer.train_step("wf-pruned", 1, write_jsonl(tmp_path / "b.jsonl", rollout_batch()), model=TINY)
+    shutil.rmtree(trainer.store.step_dir("wf-pruned", 1) / "model")  # as if pruned under the server
+    status, headers, out = chat(server, max_tokens=4)
+    assert status == 200 and out["policy_version"] == 0 and headers["x-policy-version"] == "0"
+
+
+def test_a_run_directory_that_already_has_steps_is_served_from_its_latest_step(trainer, serve, tmp_path):
+    ref = write_jsonl(tmp_path / "b.jsonl", rollout_batch())
+    trainer.train_step("wf-resume", 1, ref, model=TINY)
+    server = serve("wf-resume", base=None)  # the model comes from the run's run.json
+    assert server.holder.served.step == 1
+    assert chat(server, max_tokens=4)[2]["policy_version"] == 1
+
+
+# --- pretrained models ---------------------------------------------------------------------------------
+
+
+def test_a_pretrained_model_is_prompted_with_the_trainers_chat_template_tokens(serve, tmp_path):
+    from workers.trainer.config import PretrainedModelSpec
+
+    spec = PretrainedModelSpec(path=str(make_pretrained_dir(tmp_path / "base")))
+    server = serve("wf-pre", base=spec)
+    messages = transcript("Rolled back.")[:-1]  # ends with a tool result: the next turn is the assistant's
+    status, _, out = chat(server, messages=messages, tools=TOOLS, max_tokens=8, seed=0)
+    assert status == 200 and out["choices"][0]["finish_reason"] in ("stop", "length")
+    tok = load_tokenizer(spec)
+    assert isinstance(tok, ChatTemplateTokenizer)
+    prompt = tok.generation_prompt(messages, TOOLS)
+    assert out["usage"]["prompt_tokens"] == len(prompt)
+    enc = tok.encode([*messages, {"role": "assistant", "content": "Rolled back."}], TOOLS)
+    assert enc.input_ids[: len(prompt)] == prompt and sum(enc.loss_mask[len(prompt) :]) > 0
+    assert server.holder.served.stop_ids == {tok.hf.eos_token_id}
+
+
+# --- command line --------------------------------------------------------------------------------------
+
+
+def test_the_command_line_builds_a_server_for_a_run(tmp_path):
+    server = policy_server.server_from_args(
+        ["--run-id", "cli", "--port", "0", "--base", "tiny", "--checkpoint-dir", str(tmp_path / "ckpt"),
+         "--device", "cpu", "--served-model-name", "agent"]
+    ).start()
+    try:
+        status, headers, out = call(server, "/chat/completions", {"model": "agent", "messages": ASK, "max_tokens": 4})
+        assert status == 200 and headers["x-policy-version"] == "0" and out["model"] == "agent"
+        assert call(server, "/models")[2]["data"][0]["id"] == "agent"
+    finally:
+        server.close()
+    with pytest.raises(SystemExit, match="no run.json"):
+        policy_server.server_from_args(["--run-id", "cli2", "--port", "0", "--checkpoint-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="not a model directory"):
+        policy_server.server_from_args(["--run-id", "cli2", "--base", str(tmp_path / "nope")])
