@@ -1,13 +1,32 @@
 import { z } from 'zod';
 
-// LLM output contracts of the synthesis stages. Tools stay `unknown` here: they are checked by
-// the function-calling validator, which records precisely why a tool set is not usable.
+// LLM output contracts of the synthesis stages. Tools have the function-calling shape here, so
+// servers with guided decoding produce objects of that shape; names, `required` and the
+// parameter schemas are then checked by the function-calling validator, which records precisely
+// why a tool set is not usable.
+
+/** The shape of a generated tool: what guided decoding can enforce. */
+const DraftToolSchema = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().min(1).max(64),
+    description: z.string().min(1).max(600),
+    parameters: z.object({
+      type: z.literal('object'),
+      properties: z.record(
+        z.string(),
+        z.object({ type: z.enum(['string', 'number', 'integer', 'boolean', 'array', 'object']) }).loose(),
+      ),
+      required: z.array(z.string()).max(16),
+    }),
+  }),
+});
 
 /** Stage (a): the teacher's scenario, workflow, tool ecosystem and forbidden behaviours. */
 export const ToolsetDraftSchema = z.object({
   scenario: z.string().min(1).max(4_000),
   workflow: z.array(z.string().min(1).max(500)).min(2).max(12),
-  tools: z.array(z.unknown()).min(1).max(24),
+  tools: z.array(DraftToolSchema).min(1).max(12),
   forbidden: z.array(z.string().min(1).max(500)).min(1).max(3),
   request: z.string().min(1).max(4_000).describe('The over-specified request that spells out the workflow.'),
 });
@@ -15,7 +34,7 @@ export type ToolsetDraft = z.infer<typeof ToolsetDraftSchema>;
 
 /** Stage (b): the refined tool set and what changed. */
 export const RefinedToolsetSchema = z.object({
-  tools: z.array(z.unknown()).min(1).max(24),
+  tools: z.array(DraftToolSchema).min(1).max(14),
   removed: z.array(z.object({ name: z.string(), reason: z.string() })).max(24),
   distractors: z.array(z.string()).max(2),
 });

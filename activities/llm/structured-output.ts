@@ -23,7 +23,39 @@ export function jsonSchemaResponseFormat(schema: z.ZodType, name: string) {
   }
   // "$schema" is noise for the model and some servers reject unknown top-level keywords.
   const { $schema: _ignored, ...jsonSchema } = z.toJSONSchema(schema) as Record<string, unknown>;
-  return { type: 'json_schema' as const, json_schema: { name, schema: jsonSchema, strict: true } };
+  return {
+    type: 'json_schema' as const,
+    json_schema: { name, schema: jsonSchema, strict: isStrictCompatible(jsonSchema) },
+  };
+}
+
+/**
+ * Whether OpenAI's strict mode accepts a JSON schema: every object closed
+ * (`additionalProperties: false`) with all its properties required, and no open sub-schema.
+ * Strict mode refuses other schemas with a 400, so those are sent non-strict: servers with
+ * guided decoding (vLLM, SGLang, llama.cpp) still enforce them, and validation plus the bounded
+ * repair catch the rest.
+ */
+export function isStrictCompatible(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null) return schema !== true;
+  const node = schema as Record<string, unknown>;
+  if (Object.keys(node).length === 0) return false; // {} admits anything
+  if (node.type === 'object' || 'properties' in node) {
+    const properties = (node.properties ?? {}) as Record<string, unknown>;
+    const required = new Set((node.required as string[] | undefined) ?? []);
+    if (node.additionalProperties !== false) return false;
+    if (Object.keys(properties).some((key) => !required.has(key))) return false;
+  }
+  if (node.type === 'array' && (node.items === undefined || !isStrictCompatible(node.items))) return false;
+  const children: unknown[] = [
+    ...Object.values((node.properties ?? {}) as Record<string, unknown>),
+    ...((node.anyOf as unknown[] | undefined) ?? []),
+    ...((node.oneOf as unknown[] | undefined) ?? []),
+    ...((node.allOf as unknown[] | undefined) ?? []),
+    ...Object.values((node.$defs ?? node.definitions ?? {}) as Record<string, unknown>),
+  ];
+  if (node.type !== 'array' && node.items !== undefined) children.push(node.items);
+  return children.every(isStrictCompatible);
 }
 
 /** Extracted JSON, or why there is none. */

@@ -93,6 +93,15 @@ describe('JSON extraction', () => {
     });
   });
 
+  it('sends schemas that OpenAI strict mode would refuse (open objects, optional fields) as non-strict', () => {
+    const strictOf = (schema: z.ZodType) => jsonSchemaResponseFormat(schema, 'S').json_schema.strict;
+    expect(strictOf(z.object({ a: z.array(z.object({ b: z.number() })) }))).toBe(true);
+    expect(strictOf(z.object({ a: z.string().optional() }))).toBe(false);
+    expect(strictOf(z.object({ a: z.record(z.string(), z.string()) }))).toBe(false);
+    expect(strictOf(z.object({ a: z.array(z.unknown()) }))).toBe(false);
+    expect(strictOf(z.object({ a: z.object({ b: z.string() }).loose() }))).toBe(false);
+  });
+
   it('builds a strict json_schema response format and refuses names OpenAI would reject', () => {
     const format = jsonSchemaResponseFormat(z.object({ a: z.string() }), 'Answer_1');
     expect(format).toEqual({
