@@ -71,6 +71,13 @@ export const SynthesisSpecSchema = z
       .describe('Least fraction of workflow steps the demonstrations must execute; below it the task is discarded.'),
     refine: RefineSchema.default({ removeSelfSolvable: true, makeSimulable: true, distractors: 1 }),
     concurrency: z.number().int().min(1).max(1024).default(8).describe('Tasks in flight at once.'),
+    tasksPerWorkflowRun: z
+      .number()
+      .int()
+      .min(1)
+      .max(300)
+      .default(150)
+      .describe('Tasks started before the dataset workflow continues as new (keeps each history under ~3k events).'),
     seed: z.number().int().min(0).default(0).describe('Sampling seed base; task i uses seed + i.'),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
   })

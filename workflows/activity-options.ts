@@ -8,7 +8,10 @@ import type { ActivityOptions } from '@temporalio/workflow';
 export const LONG_ACTIVITY: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '20 seconds',
-  retry: { maximumInterval: '1 minute', nonRetryableErrorTypes: ['StructuredOutputRejectedError', 'ModelRequestRejectedError'] },
+  retry: {
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['StructuredOutputRejectedError', 'ModelRequestRejectedError'],
+  },
 };
 
 /** Short bookkeeping activities (run rows): a quick retry beats a long wait. */

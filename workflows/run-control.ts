@@ -13,10 +13,7 @@ export class RunControl {
 
   constructor(kind: string, total: number) {
     this.status = { kind, state: 'running', done: 0, total, stage: 'starting', counts: {} };
-    setHandler(pauseSignal, () => {
-      this.paused = true;
-      this.setState('paused');
-    });
+    setHandler(pauseSignal, () => this.pause());
     setHandler(resumeSignal, () => {
       this.paused = false;
       this.setState('running');
@@ -27,6 +24,12 @@ export class RunControl {
       { key: MockworldState, value: 'running' },
       { key: MockworldProgress, value: 0 },
     ]);
+  }
+
+  /** Puts the run in pause (the `pause` signal; also a pause carried over continue-as-new). */
+  pause(): void {
+    this.paused = true;
+    this.setState('paused');
   }
 
   /** Waits while paused; returns at once otherwise. Call only between units of work. */

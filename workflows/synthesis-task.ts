@@ -76,13 +76,17 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
     return outcome;
   };
 
-  let outcome = await step('toolset', () => activities.synthesizeToolset({ ...base, teacher: spec.models.teacher }));
+  let outcome = await step('toolset', () =>
+    activities.synthesizeToolset({ ...base, teacher: spec.models.teacher }),
+  );
   if (!outcome.ok) return finish(outcome);
   outcome = await step('refine', () =>
     activities.refineToolset({ ...base, teacher: spec.models.teacher, refine: spec.refine }),
   );
   if (!outcome.ok) return finish(outcome);
-  outcome = await step('instruction', () => activities.writeFuzzyTask({ ...base, teacher: spec.models.teacher }));
+  outcome = await step('instruction', () =>
+    activities.writeFuzzyTask({ ...base, teacher: spec.models.teacher }),
+  );
   if (!outcome.ok) return finish(outcome);
 
   enter('demonstrations');

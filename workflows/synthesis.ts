@@ -22,9 +22,6 @@ import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-t
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
-/** Tasks started per workflow run before it continues as new, keeping each history well under 10k events. */
-export const TASKS_PER_RUN = 150;
-
 /** What a dataset run carries across continue-as-new (small: one character per task). */
 export interface SynthesisProgress {
   /** Personas loaded (tasks to run). */
@@ -35,6 +32,8 @@ export interface SynthesisProgress {
   readonly outcomes: string;
   readonly tally: { readonly kept: number; readonly rejected: number; readonly failed: number };
   readonly rejectedByReason: Record<string, number>;
+  /** A pause in effect when the previous run continued as new stays in effect. */
+  readonly paused: boolean;
 }
 
 /** What a finished dataset run returns (the statistics and files are in PostgreSQL and on disk). */
@@ -76,8 +75,10 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       outcomes: '.'.repeat(loaded.loaded),
       tally: { kept: 0, rejected: 0, failed: 0 },
       rejectedByReason: {},
+      paused: false,
     };
   }
+  if (progress.paused) control.pause();
   let cursor = progress.cursor;
   const outcomes = [...progress.outcomes];
   const tally = { ...progress.tally };
@@ -89,14 +90,16 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
     for (const stage of inFlight.values()) byStage[stage] = (byStage[stage] ?? 0) + 1;
     return byStage;
   };
-  const report = (stage: string) => control.progress(tally.kept + tally.rejected + tally.failed, stage, counts());
+  const report = (stage: string) =>
+    control.progress(tally.kept + tally.rejected + tally.failed, stage, counts());
 
   setHandler(taskStageSignal, (idx, stage) => {
     if (inFlight.has(idx)) inFlight.set(idx, stage);
     report('synthesizing');
   });
   setHandler(taskStageQuery, (idx) => {
-    if (idx < 0 || idx >= progress.total) throw new RangeError(`task index ${idx} is outside 0..${progress.total - 1}`);
+    if (idx < 0 || idx >= progress.total)
+      throw new RangeError(`task index ${idx} is outside 0..${progress.total - 1}`);
     const outcome = outcomes[idx];
     if (outcome && outcome !== '.') return OUTCOME_STAGE[outcome]!;
     return inFlight.get(idx) ?? 'pending';
@@ -118,7 +121,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
     let startedHere = 0;
     report('synthesizing');
     while (cursor < progress.total) {
-      if (startedHere >= TASKS_PER_RUN || workflowInfo().continueAsNewSuggested) break;
+      if (startedHere >= spec.tasksPerWorkflowRun || workflowInfo().continueAsNewSuggested) break;
       await control.untilResumed();
       if (inFlight.size >= spec.concurrency) {
         await condition(() => inFlight.size < spec.concurrency);
@@ -127,9 +130,16 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       const idx = cursor++;
       startedHere++;
       inFlight.set(idx, 'started');
+      const { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates } = spec;
       const child = await startChild(SynthesisTask, {
         workflowId: taskIdOf(runId, idx),
-        args: [{ runId, idx, spec }],
+        args: [
+          {
+            runId,
+            idx,
+            spec: { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates },
+          },
+        ],
         // Children are drained before continue-as-new; on cancel they are asked to stop.
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       });
@@ -156,6 +166,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       outcomes: outcomes.join(''),
       tally,
       rejectedByReason,
+      paused: control.isPaused,
     });
   }
 

@@ -92,6 +92,10 @@ describe('a synthesis run whose worker process is SIGKILLed twice', () => {
       // every call that completed before a kill was served from the cache afterwards.
       const calls = await sql.query('SELECT count(*)::int AS n FROM llm_calls');
       const paidTwice = models.stats.answered - calls.rows[0].n;
+      console.log(
+        `[kill test] ${models.stats.answered} answers delivered, ${calls.rows[0].n} ledger rows, ` +
+          `${models.stats.abandoned} calls cut by the kills, ${paidTwice} answered twice`,
+      );
       expect(paidTwice).toBeGreaterThanOrEqual(0);
       expect(paidTwice).toBeLessThanOrEqual(KILLS.length);
       expect(models.stats.abandoned).toBeGreaterThan(0); // the kills really interrupted calls

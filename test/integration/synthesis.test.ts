@@ -54,6 +54,7 @@ describe('a synthesis dataset run on the real stack', () => {
           maxTurns: 6,
           coverageThreshold: 0.5,
           concurrency: 4,
+          tasksPerWorkflowRun: 8, // 20 tasks: the dataset workflow continues as new twice
           models: { teacher: role, toolSimulator: role, userSimulator: role, rubricExtractor: role },
         },
       ],
@@ -91,6 +92,12 @@ describe('a synthesis dataset run on the real stack', () => {
 
     await handle.signal(resumeSignal);
     const summary = await handle.result();
+    // Two continue-as-new boundaries crossed, with the tally carried across them.
+    await eventually(async () => {
+      let runs = 0;
+      for await (const _ of tw.client.workflow.list({ query: `WorkflowId = "${handle.workflowId}"` })) runs++;
+      return runs === 3;
+    });
     expect(summary).toMatchObject({ tasks: TASKS, kept: expectedKept, rejected: TASKS - expectedKept, failed: 0 });
     expect(summary.rejectedByReason).toEqual(expectedReasons);
 
