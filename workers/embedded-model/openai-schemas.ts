@@ -57,7 +57,7 @@ const ToolChoiceSchema = z.union([
   z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) }),
 ]);
 
-/** What a tool choice asks for, after checking names: no tools, any tool or text, one of the tools. */
+/** A validated `tool_choice`: `none`, `auto` (a tool call or text), `required` (any tool) or one named tool. */
 export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
 
 const ResponseFormatSchema = z.discriminatedUnion('type', [
