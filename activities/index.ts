@@ -5,6 +5,7 @@ import { createRewardActivities } from './reward';
 import { createRunActivities } from './runs';
 import { createSmokeActivities } from './smoke';
 import { createSynthesisActivities } from './synthesis';
+import { createTrainingActivities } from './training';
 
 /** What the activities need from the worker process. */
 export interface ActivityDependencies {
@@ -22,6 +23,7 @@ export function createActivities(
     ...createSmokeActivities(models),
     ...createSynthesisActivities(deps.databaseUrl, models),
     ...createRewardActivities(deps.databaseUrl, models),
+    ...createTrainingActivities(deps.databaseUrl, models),
   });
 }
 

@@ -54,6 +54,8 @@ export const GrpoSpecSchema = z
     epochs: z.number().int().min(1).max(100).default(2),
     evaluateEvery: z.number().int().min(0).default(0).describe('Iterations between held-out evaluations (0 = never).'),
     seed: z.number().int().min(0).default(0),
+    gpuTaskQueue: z.string().min(1).default('mockworld-gpu').describe('Task queue of the trainer workers.'),
+    rolloutConcurrency: z.number().int().min(1).max(4096).default(256).describe('Task groups rolled out at once.'),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
   })
   .strict()

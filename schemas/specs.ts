@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SpecValidationError, specIssues } from './spec-error';
+import { GrpoSpecSchema } from './grpo-spec';
 import { SmokeSpecSchema } from './smoke-spec';
 import { SynthesisSpecSchema } from './synthesis-spec';
 
@@ -10,6 +11,7 @@ import { SynthesisSpecSchema } from './synthesis-spec';
 export const SPEC_SCHEMAS = {
   Smoke: SmokeSpecSchema,
   Synthesis: SynthesisSpecSchema,
+  GrpoTraining: GrpoSpecSchema,
 } as const;
 
 /** A pipeline kind. */

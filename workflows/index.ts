@@ -2,3 +2,5 @@
 export { Smoke } from './smoke';
 export { Synthesis } from './synthesis';
 export { SynthesisTask } from './synthesis-task';
+export { GrpoTraining } from './grpo-training';
+export { GrpoGroup } from './grpo-group';

@@ -51,6 +51,7 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
       };
     }
     case 'Smoke':
+    case 'GrpoTraining':
       return spec;
     default: {
       const unknown: never = spec;

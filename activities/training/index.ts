@@ -1,0 +1,132 @@
+/**
+ * The GRPO training loop's CPU-side activities (seed §3.4, App. A): which tasks an iteration
+ * trains on, the policy's rollouts in the mock world, the trainer's batch in PostgreSQL (the
+ * Python trainer reads it by reference), and per-iteration metrics. Inputs and outputs are small
+ * JSON; transcripts and batches stay in the database.
+ */
+import { Context } from '@temporalio/activity';
+import type { ModelClient } from '../llm';
+import { getPool } from '../store/db';
+import { createEpisodeRunner, type EpisodeHooks } from '../world';
+import {
+  recordIterationMetrics,
+  summarizeRollouts,
+  type RecordIterationMetricsInput,
+  type SummarizeRolloutsInput,
+} from './metrics';
+import { planIteration, type PlanIterationInput } from './plan';
+import { runRollout, type RolloutInput, type RolloutSummary } from './rollout';
+import { episodePrefix } from './episode-ids';
+import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch';
+
+export { episodePrefix, trainingEpisodeId, type TrainingPurpose } from './episode-ids';
+export { TrainerBatchError, TrainingPlanError } from './errors';
+export {
+  recordIterationMetrics,
+  summarizeRollouts,
+  type RecordIterationMetricsInput,
+  type RolloutSummaryMetrics,
+  type SummarizeRolloutsInput,
+} from './metrics';
+export { planIteration, type IterationPlan, type PlanIterationInput } from './plan';
+export { POLICY_ROLE, runRollout, type RolloutInput, type RolloutSummary } from './rollout';
+export {
+  iterationSlice,
+  mixSeed,
+  mulberry32,
+  seededShuffle,
+  splitHeldOut,
+  type HeldOutSplit,
+  type IterationSlice,
+} from './sampling';
+export {
+  buildTrainerBatch,
+  TRAINER_BATCHES_TABLE,
+  type BuildTrainerBatchInput,
+  type PostgresBatchRef,
+  type TrainerBatchItem,
+  type TrainerBatchSummary,
+} from './trainer-batch';
+
+/** The training activities, bound to one database and model client. */
+export function createTrainingActivities(databaseUrl: string, models: ModelClient) {
+  const pool = () => getPool(databaseUrl);
+  const world = createEpisodeRunner({ databaseUrl, models });
+  return {
+    /**
+     * The task ids of one 0-based iteration, its epoch, and the held-out set. Deterministic.
+     * Not retryable: `TrainingPlanError`.
+     */
+    async planIteration(input: PlanIterationInput) {
+      return planIteration(pool(), input);
+    },
+
+    /**
+     * One policy episode (rollout or evaluation), heartbeating its progress every turn; a retry
+     * resumes the episode from its last checkpointed turn and replays cached model calls.
+     */
+    async runRollout(input: RolloutInput): Promise<RolloutSummary> {
+      return runRollout(world, input, activityHooks());
+    },
+
+    /**
+     * Writes the step's GRPO records to `trainer_batches` (idempotent) and returns the batch_ref
+     * with reward statistics. Not retryable: `TrainerBatchError`.
+     */
+    async buildTrainerBatch(input: BuildTrainerBatchInput) {
+      return buildTrainerBatch(pool(), input);
+    },
+
+    /**
+     * The trainer batch of one iteration, collected from PostgreSQL: every judged rollout of the
+     * iteration with its reward. At the seed's scale (128 tasks x 16 rollouts) the items would not
+     * fit a Temporal payload, so the workflow passes the iteration, never the items.
+     */
+    async buildIterationBatch({
+      runId,
+      step,
+      iteration,
+    }: {
+      runId: string;
+      step: number;
+      iteration: number;
+    }) {
+      const { rows } = await pool().query<{ episode_id: string; task_id: string; reward: number }>(
+        `SELECT e.episode_id, e.task_id, j.reward
+           FROM episodes e JOIN judgements j ON j.episode_id = e.episode_id
+          WHERE starts_with(e.episode_id, $1) AND e.purpose = 'rollout'
+          ORDER BY e.episode_id`,
+        [episodePrefix(runId, iteration, 'rollout')],
+      );
+      return buildTrainerBatch(pool(), {
+        runId,
+        step,
+        items: rows.map((r) => ({ episodeId: r.episode_id, taskId: r.task_id, reward: r.reward })),
+      });
+    },
+
+    /** Upserts the iteration's metrics into `training_metrics`. */
+    async recordIterationMetrics(input: RecordIterationMetricsInput) {
+      return recordIterationMetrics(pool(), input);
+    },
+
+    /** Reward, rubric, turn and token aggregates of one iteration's episodes. */
+    async summarizeRollouts(input: SummarizeRolloutsInput) {
+      return summarizeRollouts(pool(), input);
+    },
+  };
+}
+
+/** The training activities' interface, for `proxyActivities`. */
+export type TrainingActivities = ReturnType<typeof createTrainingActivities>;
+
+/** Heartbeat and cancellation of the current activity; none when called outside one (scripts, tests). */
+function activityHooks(): EpisodeHooks {
+  let context: Context;
+  try {
+    context = Context.current();
+  } catch {
+    return {};
+  }
+  return { onTurn: (progress) => context.heartbeat(progress), signal: context.cancellationSignal };
+}

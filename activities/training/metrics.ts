@@ -1,0 +1,142 @@
+import type pg from 'pg';
+import { episodePrefix, type TrainingPurpose } from './episode-ids';
+import { POLICY_ROLE } from './rollout';
+
+/** Input of {@link recordIterationMetrics}. */
+export interface RecordIterationMetricsInput {
+  readonly runId: string;
+  readonly iteration: number;
+  /** Policy version after the iteration's step (what the next iteration samples from). */
+  readonly policyVersion: string | number;
+  /** Small JSON object: trainer metrics, rollout summary, evaluation results. Non-finite numbers become null. */
+  readonly metrics: Record<string, unknown>;
+}
+
+/**
+ * Upserts one row of `training_metrics` for (run, iteration); a retry or a later call for the same
+ * iteration replaces the metrics.
+ */
+export async function recordIterationMetrics(
+  pool: pg.Pool,
+  input: RecordIterationMetricsInput,
+): Promise<{ runId: string; iteration: number }> {
+  await pool.query(
+    `INSERT INTO training_metrics (run_id, iteration, policy_version, metrics) VALUES ($1, $2, $3, $4::jsonb)
+     ON CONFLICT (run_id, iteration) DO UPDATE
+       SET policy_version = EXCLUDED.policy_version, metrics = EXCLUDED.metrics, updated_at = now()`,
+    [input.runId, input.iteration, String(input.policyVersion), JSON.stringify(input.metrics)],
+  );
+  return { runId: input.runId, iteration: input.iteration };
+}
+
+/** Input of {@link summarizeRollouts}. */
+export interface SummarizeRolloutsInput {
+  readonly runId: string;
+  readonly iteration: number;
+  /** Default `rollout`; `evaluation` summarizes the held-out episodes of that iteration. */
+  readonly purpose?: TrainingPurpose;
+}
+
+/** Aggregates of one iteration's episodes; a mean is null when nothing was there to average. */
+export interface RolloutSummaryMetrics {
+  readonly episodes: number;
+  /** Episodes with an end reason. */
+  readonly ended: number;
+  /** Episodes with a judgement (the reward statistics cover these only). */
+  readonly judged: number;
+  readonly rewardMean: number | null;
+  /** Population standard deviation of the rewards. */
+  readonly rewardStd: number | null;
+  /** Mean fraction of sub-goals achieved, over judged episodes whose rubric has sub-goals. */
+  readonly subGoalFraction: number | null;
+  /** Mean fraction of required interactions satisfied, over judged episodes whose rubric has some. */
+  readonly interactionFraction: number | null;
+  /** Judged episodes with a forbidden behaviour (𝕀(τ) = 0), as a fraction. */
+  readonly forbiddenViolationRate: number | null;
+  readonly turnsMean: number | null;
+  readonly toolCallsMean: number | null;
+  readonly userQuestionsMean: number | null;
+  readonly toolErrorsMean: number | null;
+  readonly endReasons: { final_answer: number; max_turns: number; user_stop: number };
+  /**
+   * The policy's calls billed to the run at the policy versions of these episodes (from
+   * `llm_calls`, each call counted once; evaluations at the same version are included).
+   */
+  readonly policyTokens: { calls: number; prompt: number; completion: number };
+}
+
+/**
+ * Summarizes the episodes of one iteration from `episodes`, `judgements` and `llm_calls`: reward
+ * mean/std, sub-goal and interaction fractions, forbidden-violation rate, turn and call counts,
+ * and the policy's tokens.
+ */
+export async function summarizeRollouts(
+  pool: pg.Pool,
+  input: SummarizeRolloutsInput,
+): Promise<RolloutSummaryMetrics> {
+  const purpose = input.purpose ?? 'rollout';
+  const prefix = episodePrefix(input.runId, input.iteration, purpose);
+  const { rows } = await pool.query<{
+    episodes: number;
+    ended: number;
+    judged: number;
+    reward_mean: number | null;
+    reward_std: number | null;
+    sub_goal_fraction: number | null;
+    interaction_fraction: number | null;
+    forbidden_rate: number | null;
+    turns_mean: number | null;
+    tool_calls_mean: number | null;
+    user_questions_mean: number | null;
+    tool_errors_mean: number | null;
+    final_answer: number;
+    max_turns: number;
+    user_stop: number;
+  }>(
+    `SELECT count(*)::int AS episodes,
+            count(e.end_reason)::int AS ended,
+            count(j.episode_id)::int AS judged,
+            avg(j.reward)::float8 AS reward_mean,
+            stddev_pop(j.reward)::float8 AS reward_std,
+            avg(j.sub_goal_fraction)::float8 AS sub_goal_fraction,
+            avg(j.interaction_fraction)::float8 AS interaction_fraction,
+            avg(j.forbidden_violated::int)::float8 AS forbidden_rate,
+            avg(e.turns)::float8 AS turns_mean,
+            avg(e.tool_calls)::float8 AS tool_calls_mean,
+            avg(e.user_questions)::float8 AS user_questions_mean,
+            avg(e.tool_errors)::float8 AS tool_errors_mean,
+            count(*) FILTER (WHERE e.end_reason = 'final_answer')::int AS final_answer,
+            count(*) FILTER (WHERE e.end_reason = 'max_turns')::int AS max_turns,
+            count(*) FILTER (WHERE e.end_reason = 'user_stop')::int AS user_stop
+       FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
+      WHERE starts_with(e.episode_id, $1) AND e.purpose = $2`,
+    [prefix, purpose],
+  );
+  const tokens = await pool.query<{ calls: number; prompt: number; completion: number }>(
+    `SELECT count(*)::int AS calls,
+            coalesce(sum(prompt_tokens), 0)::float8 AS prompt,
+            coalesce(sum(completion_tokens), 0)::float8 AS completion
+       FROM llm_calls
+      WHERE run_id = $1 AND role = $2
+        AND policy_version IN (SELECT DISTINCT policy_version FROM episodes
+                                WHERE starts_with(episode_id, $3) AND purpose = $4)`,
+    [input.runId, POLICY_ROLE, prefix, purpose],
+  );
+  const r = rows[0]!;
+  return {
+    episodes: r.episodes,
+    ended: r.ended,
+    judged: r.judged,
+    rewardMean: r.reward_mean,
+    rewardStd: r.reward_std,
+    subGoalFraction: r.sub_goal_fraction,
+    interactionFraction: r.interaction_fraction,
+    forbiddenViolationRate: r.forbidden_rate,
+    turnsMean: r.turns_mean,
+    toolCallsMean: r.tool_calls_mean,
+    userQuestionsMean: r.user_questions_mean,
+    toolErrorsMean: r.tool_errors_mean,
+    endReasons: { final_answer: r.final_answer, max_turns: r.max_turns, user_stop: r.user_stop },
+    policyTokens: tokens.rows[0]!,
+  };
+}

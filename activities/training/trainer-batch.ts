@@ -1,0 +1,156 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import { FunctionToolSchema } from '../../schemas/function-tool';
+import { groupAdvantages } from '../reward';
+import { inTransaction } from '../store/db';
+import { ASK_USER_TOOL } from '../world';
+import { TrainerBatchError } from './errors';
+
+/** Table the Python trainer reads `postgres` batch references from (workers/trainer/batches.py). */
+export const TRAINER_BATCHES_TABLE = 'trainer_batches';
+/** Rows per INSERT statement (keeps one statement's JSON parameter bounded). */
+const INSERT_CHUNK = 128;
+
+/** One scored rollout of a batch. */
+export interface TrainerBatchItem {
+  readonly episodeId: string;
+  /** The episode's task: its GRPO group. */
+  readonly taskId: string;
+  /** R(τ) from the judge; must be finite (unscored rollouts are left out, never defaulted). */
+  readonly reward: number;
+}
+
+/** Input of {@link buildTrainerBatch}. */
+export interface BuildTrainerBatchInput {
+  /** The training run (workflow id); the trainer's `run_id`. */
+  readonly runId: string;
+  /** The trainer step this batch feeds (>= 1). */
+  readonly step: number;
+  readonly items: readonly TrainerBatchItem[];
+}
+
+/** The `batch_ref` of `trainer.grpoStep` that names a written batch. */
+export interface PostgresBatchRef {
+  readonly kind: 'postgres';
+  readonly table: typeof TRAINER_BATCHES_TABLE;
+  readonly run_id: string;
+  readonly step: number;
+}
+
+/** What was written, with the batch's reward statistics. */
+export interface TrainerBatchSummary {
+  /** Rows of the batch (one per rollout). */
+  readonly rows: number;
+  /** Distinct tasks (GRPO groups). */
+  readonly groups: number;
+  /** Groups whose rewards are all equal (no gradient; seed §3.1). */
+  readonly zeroVarianceGroups: number;
+  readonly rewardMean: number;
+  /** Population standard deviation over all rollouts (the trainer's `reward_std`). */
+  readonly rewardStd: number;
+  /** Pass as `batch_ref` to `trainer.grpoStep`. */
+  readonly batchRef: PostgresBatchRef;
+}
+
+const ToolsSchema = z.array(FunctionToolSchema);
+
+interface EpisodeRow {
+  episode_id: string;
+  task_id: string;
+  messages: Array<{ role?: unknown }>;
+  end_reason: string | null;
+  tools: unknown;
+}
+
+/**
+ * Writes one GRPO record per rollout into `trainer_batches` for (run, step): `{group_id: taskId,
+ * reward, messages, tools}`, where `messages` is the episode's transcript as the agent saw it
+ * (system prompt and instruction first) and `tools` the task's tools plus `ask_user`, as offered.
+ * Idempotent: after it returns, the step's rows are exactly the items' (keyed by episode id), so a
+ * retry never duplicates or leaves stale rows. Throws {@link TrainerBatchError} naming every bad item.
+ */
+export async function buildTrainerBatch(
+  pool: pg.Pool,
+  input: BuildTrainerBatchInput,
+): Promise<TrainerBatchSummary> {
+  const { runId, step, items } = input;
+  const problems: string[] = [];
+  if (!Number.isInteger(step) || step < 1) problems.push(`step must be an integer >= 1, got ${step}`);
+  if (items.length === 0) problems.push('no items: a batch needs at least one scored rollout');
+  const seen = new Set<string>();
+  for (const item of items) {
+    if (seen.has(item.episodeId)) problems.push(`${item.episodeId}: listed twice`);
+    seen.add(item.episodeId);
+    if (typeof item.reward !== 'number' || !Number.isFinite(item.reward)) {
+      problems.push(`${item.episodeId}: reward ${String(item.reward)} is not a finite number`);
+    }
+  }
+  if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
+
+  const { rows } = await pool.query<EpisodeRow>(
+    `SELECT e.episode_id, e.task_id, e.messages, e.end_reason, t.tools
+       FROM episodes e JOIN tasks t ON t.task_id = e.task_id
+      WHERE e.episode_id = ANY($1::text[])`,
+    [items.map((i) => i.episodeId)],
+  );
+  const byId = new Map(rows.map((r) => [r.episode_id, r]));
+  const records: Array<{ episodeId: string; payload: unknown }> = [];
+  for (const item of items) {
+    const row = byId.get(item.episodeId);
+    if (!row) {
+      problems.push(`${item.episodeId}: no such episode`);
+      continue;
+    }
+    if (row.task_id !== item.taskId)
+      problems.push(`${item.episodeId}: belongs to task ${row.task_id}, not ${item.taskId}`);
+    if (row.end_reason === null) problems.push(`${item.episodeId}: has not ended`);
+    if (!row.messages.some((m) => m.role === 'assistant'))
+      problems.push(`${item.episodeId}: has no assistant turn`);
+    const tools = ToolsSchema.safeParse(row.tools);
+    if (!tools.success) problems.push(`${item.episodeId}: task ${row.task_id} has no valid tools`);
+    else {
+      records.push({
+        episodeId: item.episodeId,
+        payload: {
+          group_id: item.taskId,
+          reward: item.reward,
+          messages: row.messages,
+          tools: [...tools.data, ASK_USER_TOOL],
+        },
+      });
+    }
+  }
+  if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
+
+  await inTransaction(pool, async (client) => {
+    await client.query(
+      `DELETE FROM trainer_batches WHERE run_id = $1 AND step = $2 AND NOT (episode_id = ANY($3::text[]))`,
+      [runId, step, items.map((i) => i.episodeId)],
+    );
+    for (let i = 0; i < records.length; i += INSERT_CHUNK) {
+      await client.query(
+        `INSERT INTO trainer_batches (run_id, step, episode_id, payload)
+         SELECT $1, $2, r ->> 'episodeId', r -> 'payload' FROM jsonb_array_elements($3::jsonb) AS r
+         ON CONFLICT (run_id, step, episode_id) DO UPDATE SET payload = EXCLUDED.payload
+          WHERE trainer_batches.payload IS DISTINCT FROM EXCLUDED.payload`,
+        [runId, step, JSON.stringify(records.slice(i, i + INSERT_CHUNK))],
+      );
+    }
+  });
+
+  const rewards = items.map((i) => i.reward);
+  const { numGroups, zeroVarianceGroups } = groupAdvantages(
+    rewards,
+    items.map((i) => i.taskId),
+  );
+  const rewardMean = rewards.reduce((s, r) => s + r, 0) / rewards.length;
+  const rewardStd = Math.sqrt(rewards.reduce((s, r) => s + (r - rewardMean) ** 2, 0) / rewards.length);
+  return {
+    rows: records.length,
+    groups: numGroups,
+    zeroVarianceGroups,
+    rewardMean,
+    rewardStd,
+    batchRef: { kind: 'postgres', table: TRAINER_BATCHES_TABLE, run_id: runId, step },
+  };
+}

@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { latestMetricsQuery } from '../../workflows/grpo-controls';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server';
+import { startPython, type PythonProcess } from '../support/python-process';
+import { startTestWorker, type TestWorker } from '../support/temporal';
+
+const SYNTHESIS_RUN = 'synthesis-fixture';
+const TASKS = 2;
+
+/** The judge grades by the transcript: every other rollout achieves the second sub-goal. */
+function judge(request: ScriptedRequest): string {
+  const text = request.body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
+  return JSON.stringify({
+    forbidden: [{ index: 0, violated: false, evidence: '' }],
+    subGoals: [
+      { index: 0, achieved: true },
+      { index: 1, achieved: text.length % 2 === 0 },
+    ],
+    requiredInteractions: [{ index: 0, satisfied: false }],
+  });
+}
+
+async function insertKeptTasks(url: string): Promise<void> {
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  const tool = {
+    type: 'function',
+    function: {
+      name: 'lookup_record',
+      description: 'Look up a record',
+      parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+    },
+  };
+  for (let idx = 0; idx < TASKS; idx++) {
+    await sql.query(
+      `INSERT INTO tasks (task_id, run_id, idx, persona_id, stage, workflow, tools, forbidden, instruction, hidden_context, rubric)
+       VALUES ($1, $2, $3, $4, 'kept', $5, $6, $7, $8, $9, $10)`,
+      [
+        `${SYNTHESIS_RUN}-task-0000${idx}`,
+        SYNTHESIS_RUN,
+        idx,
+        `p${idx}`,
+        JSON.stringify(['Find the record', 'Fix it']),
+        JSON.stringify([tool]),
+        JSON.stringify(['Delete records']),
+        `Please sort out record ${idx}.`,
+        `The record id is R-${idx}.`,
+        JSON.stringify({
+          forbidden: ['Delete records'],
+          subGoals: ['Found', 'Fixed'],
+          requiredInteractions: ['Ask the id'],
+        }),
+      ],
+    );
+  }
+  await sql.end();
+}
+
+describe('GRPO training in the mock world', () => {
+  let db: TestDatabase;
+  let models: ModelServer;
+  let tw: TestWorker;
+  let dir: string;
+  let trainer: PythonProcess;
+  let policy: PythonProcess;
+  const runId = `grpo-e2e-${Date.now()}`;
+  const gpuQueue = `gpu-${randomBytes(4).toString('hex')}`;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-grpo-'));
+    db = await createTestDatabase();
+    await insertKeptTasks(db.url);
+    models = await startModelServer({
+      script: [
+        { role: 'judge', reply: judge },
+        { role: 'tool-simulator', reply: JSON.stringify({ equivalentTo: null, response: '{"id":"R-0"}' }) },
+        { role: 'user-simulator', reply: 'The record id is R-0.' },
+      ],
+    });
+    const env = {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
+      MOCKWORLD_CHECKPOINT_DIR: path.join(dir, 'checkpoints'),
+      MOCKWORLD_TRAINER_DEVICE: 'cpu',
+      DATABASE_URL: db.url,
+    };
+    trainer = startPython('workers.trainer.worker', [], env, /trainer worker:/);
+    policy = startPython(
+      'workers.trainer.policy_server',
+      ['--run-id', runId, '--port', '0', '--base', 'tiny', '--default-max-tokens', '32'],
+      env,
+      /policy server for run/,
+    );
+    await Promise.all([trainer.ready, policy.ready]);
+    tw = await startTestWorker(inject('temporalAddress'), db.url);
+  });
+  afterAll(async () => {
+    await tw?.close();
+    await trainer?.kill();
+    await policy?.kill();
+    await models?.close();
+    await db?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs 3 iterations, one trainer step each, with the policy version increasing once per iteration', async () => {
+    const policyUrl = /(http:\/\/\S+\/v1)/.exec(await policy.ready)![1]!;
+    const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
+    const handle = await tw.client.workflow.start('GrpoTraining', {
+      args: [
+        {
+          dataset: { synthesisRunId: SYNTHESIS_RUN },
+          policy: {
+            base: { kind: 'tiny', seed: 0 },
+            endpoint: { baseUrl: policyUrl, model: 'policy' },
+            sampling: { temperature: 1, maxTokens: 24, seed: 7 },
+          },
+          judge: role,
+          toolSimulator: role,
+          userSimulator: role,
+          globalBatch: TASKS,
+          miniBatch: TASKS,
+          rolloutsPerTask: 4,
+          maxTurns: 2,
+          learningRate: 1e-3,
+          epochs: 3,
+          gpuTaskQueue: gpuQueue,
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId: runId,
+    });
+    const summary = await handle.result();
+    expect(summary).toMatchObject({ iterations: 3, policyStep: 3, stopped: false });
+
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      const metrics = await sql.query(
+        'SELECT iteration, policy_version FROM training_metrics WHERE run_id = $1 ORDER BY iteration',
+        [runId],
+      );
+      expect(metrics.rows).toEqual([
+        { iteration: 0, policy_version: 'step-1' },
+        { iteration: 1, policy_version: 'step-2' },
+        { iteration: 2, policy_version: 'step-3' },
+      ]);
+      // Rollouts of iteration i were sampled from policy version step-i.
+      const rollouts = await sql.query(
+        `SELECT policy_version, count(*)::int AS n FROM episodes WHERE purpose = 'rollout' GROUP BY 1 ORDER BY 1`,
+      );
+      expect(rollouts.rows).toEqual([
+        { policy_version: 'step-0', n: TASKS * 4 },
+        { policy_version: 'step-1', n: TASKS * 4 },
+        { policy_version: 'step-2', n: TASKS * 4 },
+      ]);
+    } finally {
+      await sql.end();
+    }
+    expect(await handle.query(latestMetricsQuery)).toMatchObject({ policyVersion: 'step-3' });
+  });
+});

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createModelClient } from '../../../activities/llm';
+import { runRollout, type RolloutInput } from '../../../activities/training';
+import { createEpisodeRunner } from '../../../activities/world';
+import { ModelEndpointSchema } from '../../../schemas/model-endpoint';
+import { createTestDatabase, type TestDatabase } from '../../support/database';
+import { startModelServer, type ModelServer } from '../../support/model-server';
+import { insertTasks, query } from './fixtures';
+
+describe('runRollout', () => {
+  let db: TestDatabase;
+  let server: ModelServer;
+
+  beforeAll(async () => {
+    [db, server] = await Promise.all([createTestDatabase('mw_training_rollout'), startModelServer()]);
+  });
+  afterAll(async () => {
+    await server.close();
+    await db.drop();
+  });
+
+  it('plays the policy under a deterministic episode id per purpose, billed to the run as role policy', async () => {
+    const [taskId] = await insertTasks(db.url, 'syn-roll', 1);
+    server.setScript([{ role: 'policy', reply: 'Your order has shipped.' }]);
+    const models = createModelClient({ databaseUrl: db.url, backoff: { baseDelayMs: 10 } });
+    const world = createEpisodeRunner({ databaseUrl: db.url, models });
+    const endpoint = ModelEndpointSchema.parse({
+      baseUrl: server.url,
+      model: 'policy-m',
+      timeoutMs: 5_000,
+      maxRetries: 1,
+    });
+    const sampling = { temperature: 1, topP: 1, maxTokens: 64 };
+    const input: RolloutInput = {
+      runId: 'grpo-roll',
+      iteration: 2,
+      taskId: taskId!,
+      sampleIndex: 1,
+      policyVersion: 3,
+      policy: { endpoint, sampling },
+      toolSimulator: { endpoint, sampling },
+      userSimulator: { endpoint, sampling },
+      maxTurns: 4,
+      templates: { version: 'v1', overrides: {} },
+    };
+    const rollout = await runRollout(world, input);
+    expect(rollout).toMatchObject({
+      episodeId: `grpo-roll/it2/${taskId}/r1`,
+      taskId,
+      turns: 1,
+      endReason: 'final_answer',
+    });
+    const evaluation = await runRollout(world, { ...input, purpose: 'evaluation' });
+    expect(evaluation.episodeId).toBe(`grpo-roll/eval2/${taskId}/r1`);
+    const episodes = await query<{ episode_id: string; purpose: string; policy_version: string }>(
+      db.url,
+      `SELECT episode_id, purpose, policy_version FROM episodes ORDER BY episode_id`,
+    );
+    expect(episodes.map((e) => [e.purpose, e.policy_version])).toEqual([
+      ['evaluation', '3'],
+      ['rollout', '3'],
+    ]);
+    const calls = await query<{ role: string; run_id: string }>(
+      db.url,
+      `SELECT DISTINCT role, run_id FROM llm_calls`,
+    );
+    expect(calls).toEqual([{ role: 'policy', run_id: 'grpo-roll' }]);
+    // A re-run (retry) returns the finished episode without calling the model again.
+    const before = (await query(db.url, 'SELECT 1 FROM llm_calls')).length;
+    expect(await runRollout(world, input)).toEqual(rollout);
+    expect((await query(db.url, 'SELECT 1 FROM llm_calls')).length).toBe(before);
+  });
+});

@@ -1,0 +1,66 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { MockworldActivities } from '../activities';
+import type { GrpoSpec } from '../schemas/grpo-spec';
+import { LONG_ACTIVITY } from './activity-options';
+
+const activities = proxyActivities<MockworldActivities>({
+  ...LONG_ACTIVITY,
+  retry: {
+    ...LONG_ACTIVITY.retry,
+    nonRetryableErrorTypes: [
+      ...(LONG_ACTIVITY.retry?.nonRetryableErrorTypes ?? []),
+      'UngradableRubricError',
+      'EpisodeNotGradableError',
+    ],
+  },
+});
+
+/** One task's rollout group in one iteration. */
+export interface GrpoGroupInput {
+  readonly runId: string;
+  readonly iteration: number;
+  readonly taskId: string;
+  readonly policyVersion: string;
+  readonly purpose: 'rollout' | 'evaluation';
+  readonly rollouts: number;
+  readonly spec: Pick<
+    GrpoSpec,
+    'policy' | 'judge' | 'toolSimulator' | 'userSimulator' | 'maxTurns' | 'templates'
+  >;
+}
+
+/**
+ * A GRPO group (seed §3.2–3.3): n rollouts of one task by the current policy in the mock world,
+ * each judged against the task rubric. A judge failure fails the group (never a score). Rewards
+ * stay in PostgreSQL (judgements); the group returns how many rollouts it judged.
+ */
+export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
+  const { spec } = input;
+  const judged = await Promise.all(
+    Array.from({ length: input.rollouts }, async (_, sampleIndex) => {
+      const episode = await activities.runRollout({
+        runId: input.runId,
+        iteration: input.iteration,
+        taskId: input.taskId,
+        sampleIndex,
+        policyVersion: input.policyVersion,
+        policy: { endpoint: spec.policy.endpoint, sampling: spec.policy.sampling },
+        toolSimulator: spec.toolSimulator,
+        userSimulator: spec.userSimulator,
+        maxTurns: spec.maxTurns,
+        templates: spec.templates,
+        purpose: input.purpose,
+      });
+      const judgement = await activities.judgeEpisode({
+        episodeId: episode.episodeId,
+        taskId: input.taskId,
+        judge: spec.judge,
+        runId: input.runId,
+        templates: spec.templates,
+        policyVersion: input.policyVersion,
+      });
+      return judgement.reward;
+    }),
+  );
+  return judged.length;
+}

@@ -1,0 +1,219 @@
+import {
+  CancellationScope,
+  continueAsNew,
+  executeChild,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { MockworldActivities } from '../activities';
+import type { RunActivities } from '../activities/runs';
+import type { GrpoSpec } from '../schemas/grpo-spec';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
+import { mapBounded } from './bounded';
+import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls';
+import { GrpoGroup } from './grpo-group';
+import { RunControl } from './run-control';
+import { validateSpec } from './spec-guard';
+
+const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
+
+/** Iterations per workflow run before continue-as-new (each iteration adds ~25 events here). */
+const ITERATIONS_PER_RUN = 50;
+
+/** The Python trainer's step contract (workers/trainer/README.md). */
+interface TrainerStepInput {
+  readonly run_id: string;
+  readonly step: number;
+  readonly batch_ref: { readonly kind: 'postgres'; readonly run_id: string; readonly step: number };
+  readonly model: Record<string, unknown>;
+  readonly config: Record<string, number>;
+}
+interface TrainerStepResult {
+  readonly step: number;
+  readonly metrics: Record<string, number | null>;
+  readonly model_path: string;
+  readonly replayed: boolean;
+}
+interface TrainerActivities {
+  'trainer.grpoStep'(input: TrainerStepInput): Promise<TrainerStepResult>;
+  'trainer.saveCheckpoint'(input: {
+    run_id: string;
+    step?: number;
+  }): Promise<{ step: number; model_path: string }>;
+}
+
+/** What a training run carries across continue-as-new. */
+export interface GrpoProgress {
+  readonly iteration: number;
+  readonly totalIterations: number;
+  /** Optimizer steps applied; the policy version is `step-<policyStep>`. */
+  readonly policyStep: number;
+  readonly paused: boolean;
+  readonly latestMetrics: Record<string, unknown>;
+}
+
+/** What a finished (or stopped) training run returns. */
+export interface GrpoSummary {
+  readonly iterations: number;
+  readonly policyStep: number;
+  readonly stopped: boolean;
+  readonly latestMetrics: Record<string, unknown>;
+}
+
+/**
+ * GRPO in the mock world (seed 000 §3.2–3.4, App. A). Each iteration: a deterministic batch of
+ * tasks, a group of n judged rollouts per task from the current policy, one trainer step on the
+ * GPU queue (mini-batches of `miniBatch` tasks inside it), metrics. The policy server picks up the
+ * new weights, and the next iteration's rollouts are tagged with the new policy version. Pause
+ * takes effect between iterations; `stop` finishes the iteration, pins the checkpoint, completes.
+ */
+export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Promise<GrpoSummary> {
+  const spec: GrpoSpec = validateSpec('GrpoTraining', input);
+  const runId = workflowInfo().workflowId;
+  const trainer = proxyActivities<TrainerActivities>({
+    taskQueue: spec.gpuTaskQueue,
+    startToCloseTimeout: '4 hours',
+    heartbeatTimeout: '2 minutes',
+    retry: {
+      maximumInterval: '1 minute',
+      nonRetryableErrorTypes: [
+        'TrainerBadRequest',
+        'TrainerStepOutOfOrder',
+        'TrainerStepMismatch',
+        'TrainerCheckpointMissing',
+      ],
+    },
+  });
+
+  let progress: GrpoProgress;
+  if (carried) progress = carried;
+  else {
+    await recordRunStart({ runId, kind: 'GrpoTraining', spec });
+    const first = await activities.planIteration(planInput(spec, runId, 0));
+    progress = {
+      iteration: 0,
+      totalIterations: first.iterationsPerEpoch * spec.epochs,
+      policyStep: 0,
+      paused: false,
+      latestMetrics: {},
+    };
+  }
+  const control = new RunControl('GrpoTraining', progress.totalIterations);
+  if (progress.paused) control.pause();
+  let { iteration, policyStep, latestMetrics } = progress;
+  let stopping = false;
+  let taskStatus: Record<string, string> = {};
+  setHandler(stopSignal, () => void (stopping = true));
+  setHandler(latestMetricsQuery, () => latestMetrics);
+  setHandler(iterationTasksQuery, () => taskStatus);
+
+  const groupSpec = {
+    policy: spec.policy,
+    judge: spec.judge,
+    toolSimulator: spec.toolSimulator,
+    userSimulator: spec.userSimulator,
+    maxTurns: spec.maxTurns,
+    templates: spec.templates,
+  };
+
+  try {
+    for (let here = 0; iteration < progress.totalIterations; here++) {
+      if (here >= ITERATIONS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof GrpoTraining>(spec, {
+          iteration,
+          totalIterations: progress.totalIterations,
+          policyStep,
+          paused: control.isPaused,
+          latestMetrics,
+        });
+      }
+      await control.untilResumed(); // the safe point: between iterations
+      if (stopping) break;
+      control.progress(iteration, `iteration ${iteration + 1}: rollouts`);
+      const plan = await activities.planIteration(planInput(spec, runId, iteration));
+      const policyVersion = `step-${policyStep}`;
+      taskStatus = Object.fromEntries(plan.taskIds.map((id) => [id, 'queued']));
+      const groups = await mapBounded(plan.taskIds, spec.rolloutConcurrency, async (taskId) => {
+        taskStatus[taskId] = 'rolling out';
+        const judged = await executeChild(GrpoGroup, {
+          workflowId: `${runId}-it${iteration}-${taskId}`,
+          args: [
+            {
+              runId,
+              iteration,
+              taskId,
+              policyVersion,
+              purpose: 'rollout',
+              rollouts: spec.rolloutsPerTask,
+              spec: groupSpec,
+            },
+          ],
+        });
+        taskStatus[taskId] = 'judged';
+        return judged;
+      });
+
+      control.progress(iteration, `iteration ${iteration + 1}: trainer step`);
+      const step = policyStep + 1;
+      const batch = await activities.buildIterationBatch({ runId, step, iteration });
+      const rolloutsJudged = groups.reduce((sum, group) => sum + group, 0);
+      const trained = await trainer['trainer.grpoStep']({
+        run_id: runId,
+        step,
+        batch_ref: { kind: 'postgres', run_id: runId, step },
+        model: spec.policy.base,
+        config: {
+          lr: spec.learningRate,
+          eps_low: spec.clipLow,
+          eps_high: spec.clipHigh,
+          mini_batch_groups: spec.miniBatch,
+        },
+      });
+      policyStep = trained.step;
+
+      const rollouts = await activities.summarizeRollouts({ runId, iteration });
+      latestMetrics = {
+        iteration,
+        policyVersion: `step-${policyStep}`,
+        ...rollouts,
+        rolloutsJudged,
+        zeroVarianceGroups: batch.zeroVarianceGroups,
+        trainer: trained.metrics,
+      };
+      await activities.recordIterationMetrics({
+        runId,
+        iteration,
+        policyVersion: `step-${policyStep}`,
+        metrics: latestMetrics,
+      });
+      iteration++;
+      control.progress(iteration, `iteration ${iteration} done`);
+    }
+    if (policyStep > 0) await trainer['trainer.saveCheckpoint']({ run_id: runId, step: policyStep });
+  } catch (error) {
+    if (isCancellation(error)) {
+      control.setState('cancelled');
+      await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state: 'cancelled' }));
+    }
+    throw error;
+  }
+
+  const summary: GrpoSummary = { iterations: iteration, policyStep, stopped: stopping, latestMetrics };
+  control.setState('completed');
+  await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
+  return summary;
+}
+
+function planInput(spec: GrpoSpec, runId: string, iteration: number) {
+  return {
+    runId,
+    synthesisRunId: spec.dataset.synthesisRunId,
+    heldOutTasks: spec.dataset.heldOutTasks,
+    globalBatch: spec.globalBatch,
+    seed: spec.seed,
+    iteration,
+  };
+}
