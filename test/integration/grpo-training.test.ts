@@ -8,6 +8,7 @@ import { latestMetricsQuery } from '../../workflows/grpo-controls';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server';
 import { startPython, type PythonProcess } from '../support/python-process';
+import { recordHistory } from '../support/histories';
 import { startTestWorker, type TestWorker } from '../support/temporal';
 
 const SYNTHESIS_RUN = 'synthesis-fixture';
@@ -164,5 +165,7 @@ describe('GRPO training in the mock world', () => {
       await sql.end();
     }
     expect(await handle.query(latestMetricsQuery)).toMatchObject({ policyVersion: 'step-3' });
+    await recordHistory(runId, 'grpo-training-3-iterations');
+    await recordHistory(`${runId}-it1-${SYNTHESIS_RUN}-task-00000`, 'grpo-group');
   });
 });
