@@ -6,6 +6,7 @@ import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
 import { loadEnvironment } from '../../schemas/environment';
 import { SpecValidationError } from '../../schemas/spec-error';
+import { stopSignal } from '../../workflows/grpo-controls';
 import { connectWorker, createCpuWorker, runCpuWorker } from '../cpu-worker';
 import {
   cancelRun,
@@ -31,6 +32,7 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
                                         validate a spec, then start its run (workflow type = spec kind)
   mockworld status <id> [--task N]      state, progress and counts of a run (or the stage of task N)
   mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
+  mockworld stop <id>                   GRPO: finish the iteration, keep its checkpoint, complete
   mockworld cancel <id>                 cancel a run; it records 'cancelled'
   mockworld report <id>                 stored statistics and model usage by role
   mockworld export <id> [--out DIR]     write a synthesis run's dataset (tasks.jsonl, verl.jsonl)
@@ -123,6 +125,12 @@ async function main(argv: string[]): Promise<number> {
       const id = needId();
       await signalRun(await connectClient(), id, command);
       print(`${command} sent to ${id}`, { workflowId: id, signal: command });
+      return 0;
+    }
+    case 'stop': {
+      const id = needId();
+      await (await connectClient()).workflow.getHandle(id).signal(stopSignal);
+      print(`stop sent to ${id}: it completes after the current iteration`, { workflowId: id, signal: 'stop' });
       return 0;
     }
     case 'cancel': {
