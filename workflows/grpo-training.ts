@@ -119,6 +119,20 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     templates: spec.templates,
   };
 
+  /** One judged episode per held-out task from the policy just trained (never trained on). */
+  const evaluateHeldOut = async (taskIds: readonly string[], policyVersion: string) => {
+    control.progress(iteration, `iteration ${iteration + 1}: held-out evaluation`);
+    await mapBounded(taskIds, spec.rolloutConcurrency, (taskId) =>
+      executeChild(GrpoGroup, {
+        workflowId: `${runId}-eval${iteration}-${taskId}`,
+        args: [
+          { runId, iteration, taskId, policyVersion, purpose: 'evaluation', rollouts: 1, spec: groupSpec },
+        ],
+      }),
+    );
+    return activities.summarizeRollouts({ runId, iteration, purpose: 'evaluation' });
+  };
+
   try {
     for (let here = 0; iteration < progress.totalIterations; here++) {
       if (here >= ITERATIONS_PER_RUN || workflowInfo().continueAsNewSuggested) {
@@ -175,11 +189,16 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
       policyStep = trained.step;
 
       const rollouts = await activities.summarizeRollouts({ runId, iteration });
+      const evaluation =
+        spec.evaluateEvery > 0 && (iteration + 1) % spec.evaluateEvery === 0
+          ? await evaluateHeldOut(plan.heldOutTaskIds, `step-${policyStep}`)
+          : undefined;
       latestMetrics = {
         iteration,
         policyVersion: `step-${policyStep}`,
         ...rollouts,
         rolloutsJudged,
+        ...(evaluation ? { evaluation } : {}),
         zeroVarianceGroups: batch.zeroVarianceGroups,
         trainer: trained.metrics,
       };

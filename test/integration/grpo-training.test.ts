@@ -12,7 +12,7 @@ import { recordHistory } from '../support/histories';
 import { startTestWorker, type TestWorker } from '../support/temporal';
 
 const SYNTHESIS_RUN = 'synthesis-fixture';
-const TASKS = 2;
+const TASKS = 3; // 2 trained on, 1 held out
 
 /** The judge grades by the transcript: every other rollout achieves the second sub-goal. */
 function judge(request: ScriptedRequest): string {
@@ -116,7 +116,7 @@ describe('GRPO training in the mock world', () => {
     const handle = await tw.client.workflow.start('GrpoTraining', {
       args: [
         {
-          dataset: { synthesisRunId: SYNTHESIS_RUN },
+          dataset: { synthesisRunId: SYNTHESIS_RUN, heldOutTasks: 1 },
           policy: {
             base: { kind: 'tiny', seed: 0 },
             endpoint: { baseUrl: policyUrl, model: 'policy' },
@@ -125,8 +125,9 @@ describe('GRPO training in the mock world', () => {
           judge: role,
           toolSimulator: role,
           userSimulator: role,
-          globalBatch: TASKS,
-          miniBatch: TASKS,
+          globalBatch: 2,
+          miniBatch: 2,
+          evaluateEvery: 2,
           rolloutsPerTask: 4,
           maxTurns: 2,
           learningRate: 1e-3,
@@ -139,33 +140,42 @@ describe('GRPO training in the mock world', () => {
     });
     const summary = await handle.result();
     expect(summary).toMatchObject({ iterations: 3, policyStep: 3, stopped: false });
+    let trainedTaskOfIteration1 = '';
 
     const sql = new pg.Client({ connectionString: db.url });
     await sql.connect();
     try {
       const metrics = await sql.query(
-        'SELECT iteration, policy_version FROM training_metrics WHERE run_id = $1 ORDER BY iteration',
+        'SELECT iteration, policy_version, metrics FROM training_metrics WHERE run_id = $1 ORDER BY iteration',
         [runId],
       );
-      expect(metrics.rows).toEqual([
-        { iteration: 0, policy_version: 'step-1' },
-        { iteration: 1, policy_version: 'step-2' },
-        { iteration: 2, policy_version: 'step-3' },
-      ]);
+      expect(metrics.rows.map((r) => ({ iteration: r.iteration, policy_version: r.policy_version }))).toEqual(
+        [
+          { iteration: 0, policy_version: 'step-1' },
+          { iteration: 1, policy_version: 'step-2' },
+          { iteration: 2, policy_version: 'step-3' },
+        ],
+      );
+      // Held-out evaluation after every 2nd iteration, on the task never trained on.
+      expect(metrics.rows.map((r) => r.metrics.evaluation?.episodes ?? null)).toEqual([null, 1, null]);
+      expect(metrics.rows[1].metrics.evaluation.rewardMean).toEqual(expect.any(Number));
+      trainedTaskOfIteration1 = (
+        await sql.query(`SELECT task_id FROM episodes WHERE starts_with(episode_id, $1) LIMIT 1`, [`${runId}/it1/`])
+      ).rows[0].task_id;
       // Rollouts of iteration i were sampled from policy version step-i.
       const rollouts = await sql.query(
         `SELECT policy_version, count(*)::int AS n FROM episodes WHERE purpose = 'rollout' GROUP BY 1 ORDER BY 1`,
       );
       expect(rollouts.rows).toEqual([
-        { policy_version: 'step-0', n: TASKS * 4 },
-        { policy_version: 'step-1', n: TASKS * 4 },
-        { policy_version: 'step-2', n: TASKS * 4 },
+        { policy_version: 'step-0', n: 2 * 4 },
+        { policy_version: 'step-1', n: 2 * 4 },
+        { policy_version: 'step-2', n: 2 * 4 },
       ]);
     } finally {
       await sql.end();
     }
     expect(await handle.query(latestMetricsQuery)).toMatchObject({ policyVersion: 'step-3' });
     await recordHistory(runId, 'grpo-training-3-iterations');
-    await recordHistory(`${runId}-it1-${SYNTHESIS_RUN}-task-00000`, 'grpo-group');
+    await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group');
   });
 });
