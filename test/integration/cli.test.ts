@@ -52,12 +52,22 @@ describe('the mockworld CLI', () => {
     const file = path.join(dir, 'bad.yaml');
     await writeFile(
       file,
-      ['kind: Smoke', 'steps: -1', 'prompt: ""', 'extra: 1', 'model:', '  endpoint:', '    baseUrl: not-a-url', '    model: m'].join('\n'),
+      [
+        'kind: Smoke',
+        'steps: -1',
+        'prompt: ""',
+        'extra: 1',
+        'model:',
+        '  endpoint:',
+        '    baseUrl: not-a-url',
+        '    model: m',
+      ].join('\n'),
     );
     const id = `cli-invalid-${Date.now()}`;
     const result = await cli('start', file, '--id', id);
     expect(result.code).toBe(2);
-    for (const field of ['steps', 'prompt', 'extra', 'model.endpoint.baseUrl']) expect(result.stderr).toContain(field);
+    for (const field of ['steps', 'prompt', 'extra', 'model.endpoint.baseUrl'])
+      expect(result.stderr).toContain(field);
     await expect(tw.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
 
@@ -73,7 +83,11 @@ describe('the mockworld CLI', () => {
     const file = path.join(dir, 'smoke.json');
     await writeFile(
       file,
-      JSON.stringify({ kind: 'Smoke', steps: 2, model: { endpoint: { baseUrl: models.url, model: 'scripted' } } }),
+      JSON.stringify({
+        kind: 'Smoke',
+        steps: 2,
+        model: { endpoint: { baseUrl: models.url, model: 'scripted' } },
+      }),
     );
     const id = `cli-smoke-${Date.now()}`;
     const started = await cli('start', file, '--id', id, '--wait');
@@ -81,7 +95,11 @@ describe('the mockworld CLI', () => {
     expect(started.stdout).toMatch(/steps\s+2/);
 
     const status = await cli('status', id, '--json');
-    expect(JSON.parse(status.stdout)).toMatchObject({ workflowId: id, temporalStatus: 'COMPLETED', status: { done: 2 } });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      workflowId: id,
+      temporalStatus: 'COMPLETED',
+      status: { done: 2 },
+    });
 
     const report = await cli('report', id);
     expect(report.stdout).toMatch(/model usage by role/);
@@ -95,7 +113,11 @@ describe('the mockworld CLI', () => {
     const file = path.join(dir, 'long.json');
     await writeFile(
       file,
-      JSON.stringify({ kind: 'Smoke', steps: 50, model: { endpoint: { baseUrl: models.url, model: 'scripted' } } }),
+      JSON.stringify({
+        kind: 'Smoke',
+        steps: 50,
+        model: { endpoint: { baseUrl: models.url, model: 'scripted' } },
+      }),
     );
     const id = `cli-controls-${Date.now()}`;
     expect((await cli('start', file, '--id', id)).code).toBe(0);
@@ -104,7 +126,10 @@ describe('the mockworld CLI', () => {
     expect(paused.status.state).toBe('paused');
     expect((await cli('resume', id)).code).toBe(0);
     expect((await cli('cancel', id)).code).toBe(0);
-    const error = await tw.client.workflow.getHandle(id).result().catch((e: unknown) => e);
+    const error = await tw.client.workflow
+      .getHandle(id)
+      .result()
+      .catch((e: unknown) => e);
     expect(String(error)).toMatch(/cancel/i);
     expect((await tw.client.workflow.getHandle(id).describe()).status.name).toBe('CANCELLED');
     models.setLatency(0);

@@ -160,7 +160,9 @@ describe('GRPO training in the mock world', () => {
       expect(metrics.rows.map((r) => r.metrics.evaluation?.episodes ?? null)).toEqual([null, 1, null]);
       expect(metrics.rows[1].metrics.evaluation.rewardMean).toEqual(expect.any(Number));
       trainedTaskOfIteration1 = (
-        await sql.query(`SELECT task_id FROM episodes WHERE starts_with(episode_id, $1) LIMIT 1`, [`${runId}/it1/`])
+        await sql.query(`SELECT task_id FROM episodes WHERE starts_with(episode_id, $1) LIMIT 1`, [
+          `${runId}/it1/`,
+        ])
       ).rows[0].task_id;
       // Rollouts of iteration i were sampled from policy version step-i.
       const rollouts = await sql.query(

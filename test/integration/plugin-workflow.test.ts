@@ -42,7 +42,9 @@ describe('a workflow started through the plugin', () => {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     const run = await client.query('SELECT status, kind FROM runs WHERE run_id = $1', [handle.workflowId]);
-    const calls = await client.query('SELECT count(*)::int AS n FROM llm_calls WHERE run_id = $1', [handle.workflowId]);
+    const calls = await client.query('SELECT count(*)::int AS n FROM llm_calls WHERE run_id = $1', [
+      handle.workflowId,
+    ]);
     await client.end();
     expect(run.rows[0]).toEqual({ status: 'completed', kind: 'Smoke' });
     expect(calls.rows[0].n).toBe(3);

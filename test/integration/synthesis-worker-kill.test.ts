@@ -74,13 +74,17 @@ describe('a synthesis run whose worker process is SIGKILLed twice', () => {
     }
 
     const summary = await handle.result();
-    const kept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter((o) => o === 'kept').length;
+    const kept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter(
+      (o) => o === 'kept',
+    ).length;
     expect(summary).toMatchObject({ tasks: TASKS, kept, rejected: TASKS - kept, failed: 0 });
 
     const sql = new pg.Client({ connectionString: db.url });
     await sql.connect();
     try {
-      const tasks = await sql.query('SELECT idx FROM tasks WHERE run_id = $1 ORDER BY idx', [handle.workflowId]);
+      const tasks = await sql.query('SELECT idx FROM tasks WHERE run_id = $1 ORDER BY idx', [
+        handle.workflowId,
+      ]);
       expect(tasks.rows.map((r) => r.idx)).toEqual(Array.from({ length: TASKS }, (_, i) => i));
       const demos = await sql.query(
         `SELECT task_id, count(*)::int AS n FROM episodes WHERE purpose = 'demonstration' GROUP BY 1`,

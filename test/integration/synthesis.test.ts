@@ -13,7 +13,9 @@ import { recordHistory } from '../support/histories';
 import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
 
 const TASKS = 20;
-const expectedKept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter((o) => o === 'kept').length;
+const expectedKept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter(
+  (o) => o === 'kept',
+).length;
 const expectedReasons = { invalid_tools: 4, low_coverage: 4 };
 
 describe('a synthesis dataset run on the real stack', () => {
@@ -75,7 +77,8 @@ describe('a synthesis dataset run on the real stack', () => {
     await handle.signal(pauseSignal);
     await eventually(async () => (await handle.query(statusQuery)).state === 'paused');
     const started = async () =>
-      (await sql.query('SELECT count(*)::int AS n FROM tasks WHERE run_id = $1', [handle.workflowId])).rows[0].n;
+      (await sql.query('SELECT count(*)::int AS n FROM tasks WHERE run_id = $1', [handle.workflowId])).rows[0]
+        .n;
     const pendingAtPause = (await handle.query(statusQuery)).counts.pending;
     await eventually(async () => {
       const counts = (await handle.query(statusQuery)).counts;
@@ -98,22 +101,29 @@ describe('a synthesis dataset run on the real stack', () => {
       for await (const _ of tw.client.workflow.list({ query: `WorkflowId = "${handle.workflowId}"` })) runs++;
       return runs === 3;
     });
-    expect(summary).toMatchObject({ tasks: TASKS, kept: expectedKept, rejected: TASKS - expectedKept, failed: 0 });
+    expect(summary).toMatchObject({
+      tasks: TASKS,
+      kept: expectedKept,
+      rejected: TASKS - expectedKept,
+      failed: 0,
+    });
     expect(summary.rejectedByReason).toEqual(expectedReasons);
 
     // The database agrees: one row per task, outcomes and reasons as scripted.
-    const { rows } = await sql.query('SELECT idx, stage, reject_reason FROM tasks WHERE run_id = $1 ORDER BY idx', [
-      handle.workflowId,
-    ]);
+    const { rows } = await sql.query(
+      'SELECT idx, stage, reject_reason FROM tasks WHERE run_id = $1 ORDER BY idx',
+      [handle.workflowId],
+    );
     expect(rows.map((r) => r.idx)).toEqual(Array.from({ length: TASKS }, (_, i) => i));
     for (const row of rows) {
       const expected = scriptedOutcome(row.idx);
       expect(row.stage).toBe(expected === 'kept' ? 'kept' : 'rejected');
       if (expected !== 'kept') expect(row.reject_reason).toBe(expected);
     }
-    const refused = await sql.query('SELECT reason FROM synthesis_persona_rejections WHERE run_id = $1 ORDER BY line', [
-      handle.workflowId,
-    ]);
+    const refused = await sql.query(
+      'SELECT reason FROM synthesis_persona_rejections WHERE run_id = $1 ORDER BY line',
+      [handle.workflowId],
+    );
     expect(refused.rows.map((r) => r.reason)).toEqual(['empty persona', 'not JSON', 'duplicate id']);
 
     // The report and both export layouts.
@@ -123,12 +133,26 @@ describe('a synthesis dataset run on the real stack', () => {
     expect(report).toMatchObject({ tasks: TASKS, kept: expectedKept, rejectedByReason: expectedReasons });
     expect(report.demonstrations).toBe(expectedKept * 2);
     expect(report.userQuestionsPerDemonstration.mean).toBe(1);
-    const exported = (await readFile(report.dataset.tasksFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const exported = (await readFile(report.dataset.tasksFile, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(exported).toHaveLength(expectedKept);
-    expect(exported[0]).toMatchObject({ prompt: [{ role: 'system' }, { role: 'user' }], rubric: { subGoals: expect.any(Array) } });
-    expect(exported[0].tools.map((t: { function: { name: string } }) => t.function.name)).toContain('ask_user');
-    const verl = (await readFile(report.dataset.verlFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    expect(verl[0]).toMatchObject({ prompt: expect.any(Array), extra_info: { rubric: expect.any(Object), tools_kwargs: expect.any(Object) } });
+    expect(exported[0]).toMatchObject({
+      prompt: [{ role: 'system' }, { role: 'user' }],
+      rubric: { subGoals: expect.any(Array) },
+    });
+    expect(exported[0].tools.map((t: { function: { name: string } }) => t.function.name)).toContain(
+      'ask_user',
+    );
+    const verl = (await readFile(report.dataset.verlFile, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(verl[0]).toMatchObject({
+      prompt: expect.any(Array),
+      extra_info: { rubric: expect.any(Object), tools_kwargs: expect.any(Object) },
+    });
 
     await recordHistory(handle.workflowId, 'synthesis-paused-resumed');
     await recordHistory(`${handle.workflowId}-task-00000`, 'synthesis-task-kept');

@@ -16,7 +16,10 @@ describe('recorded workflow histories', () => {
       ),
     );
     const failures: string[] = [];
-    for await (const result of Worker.runReplayHistories({ workflowsPath: MOCKWORLD_WORKFLOWS_PATH }, histories)) {
+    for await (const result of Worker.runReplayHistories(
+      { workflowsPath: MOCKWORLD_WORKFLOWS_PATH },
+      histories,
+    )) {
       if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
     }
     expect(failures).toEqual([]);

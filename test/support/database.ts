@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { closePools, dropDatabase, getPool } from '../../activities/store/db';
 import { migrate } from '../../activities/store/migrate';
 
@@ -26,4 +27,19 @@ export async function createTestDatabase(prefix = 'mw_test'): Promise<TestDataba
       await dropDatabase(connection);
     },
   };
+}
+
+/** Runs one query on a short-lived connection, independent of the pools under test. */
+export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
 }

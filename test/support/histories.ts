@@ -25,7 +25,16 @@ export async function recordHistory(workflowId: string, name: string): Promise<v
   if (process.env.MOCKWORLD_RECORD_HISTORIES !== '1') return;
   const { stdout } = await exec(
     inject('temporalCli'),
-    ['workflow', 'show', '--workflow-id', workflowId, '--address', inject('temporalAddress'), '--output', 'json'],
+    [
+      'workflow',
+      'show',
+      '--workflow-id',
+      workflowId,
+      '--address',
+      inject('temporalAddress'),
+      '--output',
+      'json',
+    ],
     { maxBuffer: 64 * 1024 * 1024 },
   );
   await mkdir(HISTORIES_DIR, { recursive: true });

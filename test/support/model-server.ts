@@ -441,7 +441,16 @@ interface EmbeddingBody {
 }
 
 function freshStats(): ModelServerStats {
-  return { total: 0, byRole: {}, faults: {}, inFlight: 0, maxInFlight: 0, embeddings: 0, answered: 0, abandoned: 0 };
+  return {
+    total: 0,
+    byRole: {},
+    faults: {},
+    inFlight: 0,
+    maxInFlight: 0,
+    embeddings: 0,
+    answered: 0,
+    abandoned: 0,
+  };
 }
 
 function normalizeReply(reply: Reply): {

@@ -23,7 +23,11 @@ export function scriptedPersonas(count: number, withBadLines = true): string {
 
 const tool = (name: string, properties: Record<string, unknown>, required: string[]) => ({
   type: 'function',
-  function: { name, description: `${name.replace(/_/g, ' ')}`, parameters: { type: 'object', properties, required } },
+  function: {
+    name,
+    description: `${name.replace(/_/g, ' ')}`,
+    parameters: { type: 'object', properties, required },
+  },
 });
 
 const TOOLS = [
@@ -61,10 +65,17 @@ export function synthesisScript(request: ScriptedRequest): Reply {
         });
       }
       if (schemaName === 'refine') {
-        return json({ tools: [...TOOLS, tool('print_report', {}, [])], removed: [], distractors: ['print_report'] });
+        return json({
+          tools: [...TOOLS, tool('print_report', {}, [])],
+          removed: [],
+          distractors: ['print_report'],
+        });
       }
       if (schemaName === 'instruction') {
-        return json({ instruction: `Please sort out task-${i} for me.`, hiddenContext: `For task-${i}: the record id is R-${i}.` });
+        return json({
+          instruction: `Please sort out task-${i} for me.`,
+          hiddenContext: `For task-${i}: the record id is R-${i}.`,
+        });
       }
       // The teacher acting as the agent in the mock world.
       const turn = request.body.messages.filter((m) => m.role === 'assistant').length;

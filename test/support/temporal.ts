@@ -54,7 +54,10 @@ export async function startTestWorker(address: string, databaseUrl: string): Pro
 }
 
 /** Polls `check` until it returns a truthy value or the time runs out (a safety net, not a speed test). */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -66,5 +69,7 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new Error(`condition not met within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message}` : ''}`);
+  throw new Error(
+    `condition not met within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message}` : ''}`,
+  );
 }

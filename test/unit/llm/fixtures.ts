@@ -1,4 +1,3 @@
-import pg from 'pg';
 import {
   ModelEndpointSchema,
   SamplingSchema,
@@ -6,6 +5,7 @@ import {
   type ModelEndpointInput,
 } from '../../../schemas/model-endpoint';
 import type { ModelServer } from '../../support/model-server';
+import { query } from '../../support/database';
 
 /**
  * An endpoint on the test server. Give each test its own `model` name: limiters and cache keys
@@ -33,20 +33,7 @@ export function system(role: string, text = 'You are a test model.'): { role: 's
   return { role: 'system', content: `${text}\nrole: ${role}` };
 }
 
-/** Runs one query on a short-lived connection (independent of the pool under test). */
-export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
+export { query };
 
 /** Rows of `llm_calls` for a cache key. */
 export async function callRows(url: string, cacheKey: string) {

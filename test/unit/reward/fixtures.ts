@@ -1,8 +1,8 @@
-import pg from 'pg';
 import type { Rubric } from '../../../schemas/synthesis-records';
 import { ModelEndpointSchema } from '../../../schemas/model-endpoint';
 import type { JudgeInputData } from '../../../activities/reward';
 import type { ModelServer, ScriptedRequest } from '../../support/model-server';
+import { query } from '../../support/database';
 
 /** A rubric with two sub-goals, one required interaction and one forbidden behaviour. */
 export const RUBRIC: Rubric = {
@@ -103,17 +103,4 @@ export function promptOf(request: { body: ScriptedRequest['body'] }): string {
   return String(request.body.messages.find((m) => m.role === 'user')?.content ?? '');
 }
 
-/** Runs one query on a short-lived connection (independent of the pools under test). */
-export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
+export { query };

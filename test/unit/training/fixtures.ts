@@ -1,5 +1,5 @@
-import pg from 'pg';
 import type { FunctionTool } from '../../../schemas/function-tool';
+import { query } from '../../support/database';
 
 /** The task's own tool. */
 export const TOOLS: FunctionTool[] = [
@@ -106,17 +106,4 @@ export async function insertCall(
   );
 }
 
-/** Runs one query on a short-lived connection (independent of the pools under test). */
-export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
+export { query };

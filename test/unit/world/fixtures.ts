@@ -3,6 +3,7 @@ import type { FunctionTool } from '../../../schemas/function-tool';
 import { ModelEndpointSchema, type ModelRole } from '../../../schemas/model-endpoint';
 import type { EpisodeInputData } from '../../../activities/world';
 import type { ChatRequestBody, Reply, ScriptedRequest } from '../../support/model-server';
+import { query } from '../../support/database';
 
 /** The task's own tools: one to look an order up, one to search the catalogue. */
 export const TOOLS: FunctionTool[] = [
@@ -55,20 +56,7 @@ export async function insertTask(url: string, taskId: string): Promise<void> {
   );
 }
 
-/** Runs one query on a short-lived connection (independent of the pools under test). */
-export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
+export { query };
 
 /** A model role on the test server; a model name per test keeps the model cache apart. */
 export function roleOn(serverUrl: string, model: string): ModelRole {
