@@ -4,12 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
 import { latestMetricsQuery } from '../../workflows/grpo-controls';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server';
 import { startPython, type PythonProcess } from '../support/python-process';
 import { recordHistory } from '../support/histories';
-import { startTestWorker, type TestWorker } from '../support/temporal';
+import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
 
 const SYNTHESIS_RUN = 'synthesis-fixture';
 const TASKS = 3; // 2 trained on, 1 held out
@@ -110,7 +111,7 @@ describe('GRPO training in the mock world', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('runs 3 iterations, one trainer step each, with the policy version increasing once per iteration', async () => {
+  it('runs 3 iterations, one trainer step each, policy version up once per iteration, holding while paused', async () => {
     const policyUrl = /(http:\/\/\S+\/v1)/.exec(await policy.ready)![1]!;
     const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
     const handle = await tw.client.workflow.start('GrpoTraining', {
@@ -138,6 +139,30 @@ describe('GRPO training in the mock world', () => {
       taskQueue: tw.taskQueue,
       workflowId: runId,
     });
+    // Pause mid-run: it holds at the next iteration boundary, and no trainer step happens while paused.
+    const iterationsDone = async () => {
+      const sql = new pg.Client({ connectionString: db.url });
+      await sql.connect();
+      try {
+        return (await sql.query('SELECT count(*)::int AS n FROM training_metrics WHERE run_id = $1', [runId]))
+          .rows[0].n;
+      } finally {
+        await sql.end();
+      }
+    };
+    await eventually(async () => (await iterationsDone()) >= 1, 120_000);
+    await handle.signal(pauseSignal);
+    await eventually(async () => (await handle.query(statusQuery)).state === 'paused');
+    const heldAt = await eventually(async () => {
+      const status = await handle.query(statusQuery);
+      return /done$/.test(status.stage) && status.done; // the iteration in flight has finished
+    }, 120_000);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await iterationsDone()).toBe(heldAt);
+    expect((await handle.query(statusQuery)).done).toBe(heldAt);
+    expect(heldAt).toBeLessThan(3);
+    await handle.signal(resumeSignal);
+
     const summary = await handle.result();
     expect(summary).toMatchObject({ iterations: 3, policyStep: 3, stopped: false });
     let trainedTaskOfIteration1 = '';
