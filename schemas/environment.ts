@@ -13,10 +13,21 @@ export const EnvironmentSchema = z.object({
     .default('postgres://postgres@127.0.0.1:5432/mockworld')
     .describe('PostgreSQL connection string for mockworld data (datasets, caches, ledgers).'),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233').describe('Temporal frontend host:port.'),
-  TEMPORAL_NAMESPACE: z.string().default('default').describe('Temporal namespace for all mockworld workflows.'),
-  TEMPORAL_UI_PORT: z.coerce.number().int().positive().default(8233).describe('Web UI port of the local stack.'),
+  TEMPORAL_NAMESPACE: z
+    .string()
+    .default('default')
+    .describe('Temporal namespace for all mockworld workflows.'),
+  TEMPORAL_UI_PORT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(8233)
+    .describe('Web UI port of the local stack.'),
   MOCKWORLD_TASK_QUEUE: z.string().default('mockworld-cpu').describe('Task queue of the CPU worker.'),
-  MOCKWORLD_GPU_TASK_QUEUE: z.string().default('mockworld-gpu').describe('Task queue of the GPU trainer worker.'),
+  MOCKWORLD_GPU_TASK_QUEUE: z
+    .string()
+    .default('mockworld-gpu')
+    .describe('Task queue of the GPU trainer worker.'),
   MOCKWORLD_HOME: z
     .string()
     .default(path.join(os.homedir(), '.mockworld'))
@@ -25,6 +36,12 @@ export const EnvironmentSchema = z.object({
     .string()
     .optional()
     .describe('OpenAI-compatible base URL used when a spec names no endpoint; unset = the embedded model.'),
+  MOCKWORLD_MODEL_NAME: z.string().min(1).optional().describe('Model name at MOCKWORLD_MODEL_URL.'),
+  MOCKWORLD_MODEL_KEY_ENV: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/, 'must name an environment variable, e.g. OPENAI_API_KEY')
+    .optional()
+    .describe('Variable holding the key of MOCKWORLD_MODEL_URL (the key itself never goes here).'),
   MOCKWORLD_EMBEDDED_MODEL_PORT: z.coerce.number().int().positive().default(11435),
 });
 

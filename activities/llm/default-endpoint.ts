@@ -14,8 +14,8 @@ export function resolveEndpoint(endpoint: ModelEndpoint | undefined): ModelEndpo
   const env = loadEnvironment();
   return ModelEndpointSchema.parse({
     baseUrl: env.MOCKWORLD_MODEL_URL ?? embeddedModelUrl(env),
-    model: process.env.MOCKWORLD_MODEL_NAME ?? EMBEDDED_MODEL_NAME,
-    apiKeyEnv: process.env.MOCKWORLD_MODEL_KEY_ENV || undefined,
+    model: env.MOCKWORLD_MODEL_NAME ?? EMBEDDED_MODEL_NAME,
+    apiKeyEnv: env.MOCKWORLD_MODEL_KEY_ENV,
     // The embedded model answers one request at a time on a laptop's cores.
     maxConcurrency: env.MOCKWORLD_MODEL_URL ? 32 : 2,
   });

@@ -260,19 +260,17 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       readonly roles: Record<string, ModelRole>;
       readonly templateIds: Record<string, string>;
     }): Promise<void> {
-      const { rows } = await pool().query(
-        `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls,
-                sum(prompt_tokens)::int AS prompt_tokens, sum(completion_tokens)::int AS completion_tokens
-           FROM llm_calls WHERE run_id = $1 GROUP BY 1 ORDER BY 1`,
-        [input.taskId],
-      );
-      const models = Object.fromEntries(
+      const modelsByRole = Object.fromEntries(
         Object.entries(input.roles).map(([role, model]) => {
           const endpoint = resolveEndpoint(model.endpoint);
           return [role, { model: endpoint.model, baseUrl: endpoint.baseUrl, sampling: model.sampling }];
         }),
       );
-      const provenance = { models, templates: input.templateIds, tokensByRole: rows };
+      const provenance = {
+        models: modelsByRole,
+        templates: input.templateIds,
+        tokensByRole: await models.usageByRole(input.taskId),
+      };
       // A task refused before stage (a) created its row (no persona) still gets one, for the report.
       await pool().query(
         `INSERT INTO tasks (task_id, run_id, idx, persona_id) VALUES ($1, $2, $3, '') ON CONFLICT (task_id) DO NOTHING`,
