@@ -4,6 +4,7 @@ import { createModelClient } from './llm';
 import { createRewardActivities } from './reward';
 import { createRunActivities } from './runs';
 import { createSmokeActivities } from './smoke';
+import { createStudyActivities } from './study';
 import { createSynthesisActivities } from './synthesis';
 import { createTrainingActivities } from './training';
 
@@ -24,6 +25,7 @@ export function createActivities(
     ...createSynthesisActivities(deps.databaseUrl, models),
     ...createRewardActivities(deps.databaseUrl, models),
     ...createTrainingActivities(deps.databaseUrl, models),
+    ...createStudyActivities(deps.databaseUrl, models),
   });
 }
 

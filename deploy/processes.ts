@@ -33,11 +33,16 @@ export async function livePid(proc: ManagedProcess): Promise<number | undefined>
 }
 
 /** Starts a detached process that outlives the CLI, logging to the component's log file. */
-export async function spawnDetached(proc: ManagedProcess, command: string, args: string[]): Promise<number> {
+export async function spawnDetached(
+  proc: ManagedProcess,
+  command: string,
+  args: string[],
+  cwd?: string,
+): Promise<number> {
   mkdirSync(path.dirname(proc.pidFile), { recursive: true });
   mkdirSync(path.dirname(proc.logFile), { recursive: true });
   const log = openSync(proc.logFile, 'a');
-  const child = spawn(command, args, { detached: true, stdio: ['ignore', log, log] });
+  const child = spawn(command, args, { cwd, detached: true, stdio: ['ignore', log, log] });
   closeSync(log);
   child.unref();
   if (!child.pid) throw new Error(`could not start ${proc.name}: ${command}`);

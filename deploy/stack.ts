@@ -9,6 +9,7 @@ import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from '.
 import { registerSearchAttributes } from './search-attributes';
 import { ensureTemporalCli } from './temporal-cli';
 import { startDevServer, waitForFrontend } from './temporal-dev-server';
+import { TRAINER_COMPONENTS } from './trainer-stack';
 
 /** One line of `mockworld stack status`. */
 export interface ComponentStatus {
@@ -115,7 +116,7 @@ export async function stackUp(log: (line: string) => void, env: Environment = lo
 
 /** Stops what `stackUp` started (never an external cluster). Data files stay. */
 export async function stackDown(log: (line: string) => void, env: Environment = loadEnvironment()): Promise<void> {
-  for (const name of ['embedded-model', 'temporal']) {
+  for (const name of [...TRAINER_COMPONENTS, 'embedded-model', 'temporal']) {
     const stopped = await stopManaged(managedProcess(env.MOCKWORLD_HOME, name));
     log(`${name.padEnd(15)} ${stopped ? 'stopped' : 'was not running'}`);
   }

@@ -2,6 +2,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
+/** A payload encryption key: standard base64 of exactly 32 bytes. */
+const PAYLOAD_KEY = /^[A-Za-z0-9+/]{43}=$/;
+
 /**
  * Process configuration read from the environment. This is the only place that reads
  * `process.env` for mockworld's own settings; API keys are read where they are used, by the
@@ -43,6 +46,35 @@ export const EnvironmentSchema = z.object({
     .optional()
     .describe('Variable holding the key of MOCKWORLD_MODEL_URL (the key itself never goes here).'),
   MOCKWORLD_EMBEDDED_MODEL_PORT: z.coerce.number().int().positive().default(11435),
+  MOCKWORLD_POLICY_PORT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(11436)
+    .describe('Port of the local policy server (`--any-run`) that `mockworld demo` starts for training specs.'),
+  MOCKWORLD_PAYLOAD_KEY: z
+    .string()
+    .trim()
+    .regex(PAYLOAD_KEY, 'must be 32 random bytes in base64 (openssl rand -base64 32)')
+    .optional()
+    .describe(
+      'Set: every Temporal payload is encrypted with AES-256-GCM under this key (README "Payload encryption").',
+    ),
+  MOCKWORLD_PAYLOAD_OLD_KEYS: z
+    .string()
+    .regex(
+      /^\s*(?:[A-Za-z0-9+/]{43}=\s*(?:,\s*[A-Za-z0-9+/]{43}=\s*)*)?$/,
+      'must be comma-separated payload keys (each 32 bytes in base64)',
+    )
+    .optional()
+    .describe('Earlier payload keys, decrypt only: payloads written before a key rotation stay readable.'),
+  MOCKWORLD_CODEC_AUTH: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .optional()
+    .describe(
+      'Set: the codec server answers only requests whose Authorization header is exactly this value.',
+    ),
 });
 
 /** Validated process configuration. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { SpecValidationError, specIssues } from './spec-error';
+import { boundedText, boundIssues, SpecValidationError, specIssues, type SpecIssue } from './spec-error';
 import { GrpoSpecSchema } from './grpo-spec';
+import { ScalingStudySpecSchema } from './scaling-study-spec';
 import { SmokeSpecSchema } from './smoke-spec';
 import { SynthesisSpecSchema } from './synthesis-spec';
 
@@ -12,6 +13,7 @@ export const SPEC_SCHEMAS = {
   Smoke: SmokeSpecSchema,
   Synthesis: SynthesisSpecSchema,
   GrpoTraining: GrpoSpecSchema,
+  ScalingStudy: ScalingStudySpecSchema,
 } as const;
 
 /** A pipeline kind. */
@@ -37,7 +39,10 @@ export function parseSpec(document: unknown): AnySpec {
   const kind = (document as { kind?: unknown }).kind;
   if (!isSpecKind(kind)) {
     throw new SpecValidationError('unknown', [
-      { path: 'kind', message: `must be one of ${SPEC_KINDS.join(', ')} (got ${JSON.stringify(kind)})` },
+      {
+        path: 'kind',
+        message: `must be one of ${SPEC_KINDS.join(', ')} (got ${boundedText(String(JSON.stringify(kind)), 80)})`,
+      },
     ]);
   }
   return parseSpecOfKind(kind, document);
@@ -48,6 +53,41 @@ export function parseSpecOfKind<K extends SpecKind>(kind: K, document: unknown):
   const input =
     typeof document === 'object' && document !== null && !Array.isArray(document) ? { kind, ...document } : document;
   const result = SPEC_SCHEMAS[kind].safeParse(input);
-  if (!result.success) throw new SpecValidationError(kind, specIssues(result.error));
+  const unstorable = unstorableIssues(input);
+  if (!result.success || unstorable.length) {
+    throw new SpecValidationError(
+      kind,
+      boundIssues([...(result.success ? [] : specIssues(result.error)), ...unstorable]),
+    );
+  }
   return result.data as z.infer<(typeof SPEC_SCHEMAS)[K]>;
 }
+
+/** Nesting walked by {@link unstorableIssues}: every spec field is shallower; deeper values are unknown keys. */
+const MAX_WALK_DEPTH = 16;
+
+/**
+ * Strings (values or keys) that PostgreSQL cannot store: NUL, which no text or jsonb column holds,
+ * and unpaired UTF-16 surrogates, which jsonb refuses. A spec is stored with its run, so such a
+ * spec would fail every attempt to record the run; it is refused here with the fields named.
+ */
+function unstorableIssues(document: unknown): SpecIssue[] {
+  const issues: SpecIssue[] = [];
+  const message = 'contains a NUL character or an unpaired UTF-16 surrogate, which cannot be stored';
+  const walk = (value: unknown, at: string[]) => {
+    if (typeof value === 'string') {
+      if (UNSTORABLE.test(value)) issues.push({ path: at.join('.'), message });
+      return;
+    }
+    if (typeof value !== 'object' || value === null || at.length >= MAX_WALK_DEPTH) return;
+    for (const [key, child] of Object.entries(value)) {
+      if (UNSTORABLE.test(key)) issues.push({ path: [...at, key].join('.'), message: `key ${message}` });
+      walk(child, [...at, key]);
+    }
+  };
+  walk(document, []);
+  return issues;
+}
+
+// Kept here (not imported from activities/store) because workflows import this module.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -16,34 +16,13 @@ import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-cont
 import { GrpoGroup } from './grpo-group';
 import { RunControl } from './run-control';
 import { validateSpec } from './spec-guard';
+import { trainerActivities } from './trainer';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
 
 /** Iterations per workflow run before continue-as-new (each iteration adds ~25 events here). */
 const ITERATIONS_PER_RUN = 50;
-
-/** The Python trainer's step contract (workers/trainer/README.md). */
-interface TrainerStepInput {
-  readonly run_id: string;
-  readonly step: number;
-  readonly batch_ref: { readonly kind: 'postgres'; readonly run_id: string; readonly step: number };
-  readonly model: Record<string, unknown>;
-  readonly config: Record<string, number>;
-}
-interface TrainerStepResult {
-  readonly step: number;
-  readonly metrics: Record<string, number | null>;
-  readonly model_path: string;
-  readonly replayed: boolean;
-}
-interface TrainerActivities {
-  'trainer.grpoStep'(input: TrainerStepInput): Promise<TrainerStepResult>;
-  'trainer.saveCheckpoint'(input: {
-    run_id: string;
-    step?: number;
-  }): Promise<{ step: number; model_path: string }>;
-}
 
 /** What a training run carries across continue-as-new. */
 export interface GrpoProgress {
@@ -73,20 +52,7 @@ export interface GrpoSummary {
 export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Promise<GrpoSummary> {
   const spec: GrpoSpec = validateSpec('GrpoTraining', input);
   const runId = workflowInfo().workflowId;
-  const trainer = proxyActivities<TrainerActivities>({
-    taskQueue: spec.gpuTaskQueue,
-    startToCloseTimeout: '4 hours',
-    heartbeatTimeout: '2 minutes',
-    retry: {
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes: [
-        'TrainerBadRequest',
-        'TrainerStepOutOfOrder',
-        'TrainerStepMismatch',
-        'TrainerCheckpointMissing',
-      ],
-    },
-  });
+  const trainer = trainerActivities(spec.gpuTaskQueue);
 
   let progress: GrpoProgress;
   if (carried) progress = carried;

@@ -4,3 +4,6 @@ export { Synthesis } from './synthesis';
 export { SynthesisTask } from './synthesis-task';
 export { GrpoTraining } from './grpo-training';
 export { GrpoGroup } from './grpo-group';
+export { ScalingStudy } from './scaling-study';
+export { StudySampling } from './study-sampling';
+export { StudyCell } from './study-cell';

@@ -7,7 +7,19 @@ const SHIPPED_DIR = path.dirname(fileURLToPath(import.meta.url));
 
 /** The prompt templates of the pipelines, one file per stage. */
 export type TemplateStage =
-  'toolset' | 'refine' | 'instruction' | 'agent' | 'toolSimulator' | 'userSimulator' | 'rubric' | 'judge';
+  | 'toolset'
+  | 'refine'
+  | 'instruction'
+  | 'agent'
+  | 'toolSimulator'
+  | 'userSimulator'
+  | 'rubric'
+  | 'judge'
+  // The synthetic-data scaling study.
+  | 'studyTeacher'
+  | 'studyJudge'
+  | 'evolInstruct'
+  | 'traceRepair';
 
 /** Which template files a run uses: a shipped version, and per-stage replacement files. */
 export interface TemplateChoice {

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { SpecValidationError } from '../../schemas/spec-error';
@@ -9,13 +9,14 @@ const MAX_SPEC_BYTES = 1024 * 1024;
 
 /** Reads a YAML or JSON spec file and validates it; every bad field is named in the error. */
 export async function readSpecFile(file: string): Promise<AnySpec> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readAtMost(file, MAX_SPEC_BYTES + 1);
   } catch (error) {
     throw new Error(`Cannot read spec file ${file}: ${(error as Error).message}`);
   }
-  if (Buffer.byteLength(text) > MAX_SPEC_BYTES) {
+  const text = bytes.toString('utf8');
+  if (bytes.length > MAX_SPEC_BYTES) {
     throw new SpecValidationError('unknown', [
       {
         path: '',
@@ -35,6 +36,26 @@ export async function readSpecFile(file: string): Promise<AnySpec> {
 }
 
 /**
+ * The first `limit` bytes of a file, read without trusting its size: a device or a pipe given as
+ * the spec (`/dev/zero`) ends the read at the limit instead of filling memory.
+ */
+async function readAtMost(file: string, limit: number): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(limit);
+    let filled = 0;
+    while (filled < limit) {
+      const { bytesRead } = await handle.read(buffer, filled, limit - filled, null);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return buffer.subarray(0, filled);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * Makes the file paths a spec names absolute, relative to the spec file, so the run reads the
  * same files whatever directory the worker runs in.
  */
@@ -48,6 +69,14 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
         ...spec,
         personas: { ...spec.personas, path: path.resolve(baseDir, spec.personas.path) },
         templates: { ...spec.templates, overrides },
+      };
+    }
+    case 'ScalingStudy': {
+      const resolve = (file: string) => path.resolve(baseDir, file);
+      return {
+        ...spec,
+        questions: { seedPool: resolve(spec.questions.seedPool), testSet: resolve(spec.questions.testSet) },
+        personas: spec.personas && resolve(spec.personas),
       };
     }
     case 'Smoke':

@@ -1,6 +1,7 @@
-"""An OpenAI-compatible chat endpoint that serves the latest weights of one training run (weight sync).
+"""An OpenAI-compatible chat endpoint that serves the latest weights of training runs (weight sync).
 
 ``python -m workers.trainer.policy_server --run-id R [--port 8000] [--base tiny|PATH|JSON]``
+``python -m workers.trainer.policy_server --any-run [--max-loaded-runs 2] [--base tiny|PATH|JSON]``
 
 For CPU and single-machine runs: rollouts of GRPO iteration n+1 must be sampled from the policy that
 step n produced. This server reads the trainer's checkpoints (checkpoint.py layout) and, before each
@@ -11,7 +12,17 @@ Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions``, ``GET /health``.
 
 Served model id: ``--served-model-name`` (default ``policy``); requests may also name the run id. Every
 response carries the policy version, the applied step whose weights produced it: the header
-``x-policy-version: N``, the body field ``policy_version: N`` and ``system_fingerprint: "step-N"``.
+``x-policy-version: N``, the body field ``policy_version: N`` and ``system_fingerprint: "step-N"``; and the
+run: the header ``x-run-id`` and the body field ``run_id``.
+
+Multi-run mode (``--any-run``, e.g. to evaluate many training runs from one server): the request's ``model``
+names the run. ``"<run_id>"`` serves its newest applied step (reloaded as above); ``"<run_id>@<step>"``
+serves exactly that applied step while its weights are on disk (``@0``: the base model), never reloaded.
+Unknown runs and steps are 404s naming the runs, or the run's steps, that exist. A run without a run.json
+(not stepped yet) is served at step 0 from ``--base``, or is a 404 without it. Holders are made on first
+use (PolicyPool); at most ``--max-loaded-runs`` are loaded, the least recently used idle one is unloaded to
+make room, and one that is generating is never unloaded (a request waits instead). ``/v1/models`` lists
+the runs under the checkpoint root, each with its newest step and the steps whose weights are on disk.
 
 Prompts are built by the trainer's own tokenizers (model.py ``generation_prompt``): the byte layout of
 the tiny model, or the model's chat template tokenized segment by segment exactly as the trainer will
@@ -51,10 +62,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 # Nothing may be fetched from a model hub at run time; set before transformers is imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -66,7 +80,7 @@ from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from .checkpoint import CheckpointStore  # noqa: E402
 from .config import ModelSpec, PretrainedModelSpec, StepConfig, TinyModelSpec, parse_model_spec, to_dict  # noqa: E402
-from .errors import BadRequestError, TrainerError  # noqa: E402
+from .errors import BadRequestError, CheckpointMissingError, TrainerError  # noqa: E402
 from .model import ROLES, ByteTokenizer, ChatTemplateTokenizer, Policy, load_model, load_tokenizer  # noqa: E402
 from .optim import autocast  # noqa: E402
 from .trainer import default_device  # noqa: E402
@@ -130,7 +144,8 @@ def _stop_ids(policy: Policy) -> frozenset[int]:
 
 
 class PolicyHolder:
-    """Keeps the newest applied step of one run loaded; see the module docstring for when it looks."""
+    """Keeps the newest applied step of one run loaded (see the module docstring for when it looks), or,
+    with ``step``, exactly that step, never reloaded. Thread-safe; the constructor loads the policy."""
 
     def __init__(
         self,
@@ -141,19 +156,20 @@ class PolicyHolder:
         *,
         reload_interval_s: float = 0.5,
         max_model_len: int | None = None,
+        step: int | None = None,
     ) -> None:
         self.store, self.run_id, self.base, self.device = store, run_id, base, device
         self.run_dir = store.run_dir(run_id)  # validates run_id
         self.reload_interval_s = reload_interval_s
         self.max_model_len = max_model_len
+        self.pinned_step = step
         self._lock = threading.Lock()
         self._mtime: int | None = None
         self._listed_at = -math.inf
         self._failed: tuple[int, float] | None = None  # (step, when) of the last failed load
         self._tokenizers: dict[str, Any] = {}
         self.loads = 0
-        latest = self._latest_on_disk()
-        self._served: Served = self._load(latest)
+        self._served: Served = self._load(self._latest_on_disk() if step is None else step)
 
     # --- public ---------------------------------------------------------------------------------
     @property
@@ -162,7 +178,10 @@ class PolicyHolder:
         return self._served
 
     def current(self) -> Served:
-        """The policy to answer a request with: the newest applied step, loaded now if it is new."""
+        """The policy to answer a request with: the newest applied step, loaded now if it is new (a pinned
+        holder: its step)."""
+        if self.pinned_step is not None:
+            return self._served
         with self._lock:
             latest = self._probe()
             if latest is not None and latest > self._served.step:
@@ -252,10 +271,143 @@ class PolicyHolder:
         served = Served(step, policy, spec, weights, _stop_ids(policy), limit, time.time())
         self.loads += 1
         log.info(
-            "run %s: serving step %d (%s) on %s, loaded in %.2fs",
-            self.run_id, step, weights or "tiny model built in code", self.device, time.monotonic() - started,
+            "run %s: serving %sstep %d (%s) on %s, loaded in %.2fs",
+            self.run_id, "" if self.pinned_step is None else "pinned ", step, weights or "tiny model built in code",
+            self.device, time.monotonic() - started,
         )
         return served
+
+
+# --- many runs: model names, the runs on disk, a bounded pool of holders -----------------------------------
+
+ModelKey = tuple[str, int | None]  # (run id, pinned step; None: the newest applied step)
+LISTED_IN_ERRORS = 50  # run ids named in a 404 before "and N more"
+
+
+def parse_model_name(name: str) -> ModelKey:
+    """``"<run_id>"`` -> (run_id, None); ``"<run_id>@<step>"`` (ASCII digits after the last ``@``) -> (run_id, step)."""
+    run_id, sep, tail = name.rpartition("@")
+    if sep and run_id and tail.isascii() and tail.isdigit():
+        return run_id, int(tail)
+    return name, None
+
+
+def list_runs(store: CheckpointStore) -> list[str]:
+    """The run ids under the checkpoint root: directories with a run.json or an applied step, sorted."""
+    try:
+        entries = list(os.scandir(store.root))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    runs = []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        run_id = unquote(entry.name)
+        try:
+            if store.run_dir(run_id).name != entry.name:
+                continue  # not a name the store writes (e.g. an unquoted '%'): not a run
+        except BadRequestError:
+            continue
+        if os.path.exists(os.path.join(entry.path, "run.json")) or store.applied_steps(run_id):
+            runs.append(run_id)
+    return sorted(runs)
+
+
+def servable_steps(store: CheckpointStore, run_id: str, applied: Sequence[int] | None = None) -> list[int]:
+    """Applied steps of a run whose weights are still on disk, ascending (0, the base model, when run.json exists)."""
+    applied = store.applied_steps(run_id) if applied is None else applied
+    steps = [s for s in applied if (store.step_dir(run_id, s) / "model" / "config.json").exists()]
+    return ([0] if (store.run_dir(run_id) / "run.json").exists() else []) + steps
+
+
+class _Slot:
+    """One pool entry: the holder once loaded (or the error that loading raised) and the requests using it."""
+
+    __slots__ = ("error", "holder", "ready", "users")
+
+    def __init__(self) -> None:
+        self.holder: PolicyHolder | None = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        self.users = 1  # the request that created it
+
+
+class PolicyPool:
+    """PolicyHolders of many runs, created on first use, at most ``max_loaded`` at once; thread-safe.
+
+    Keyed by ``(run_id, pinned step or None)``. A request ``use()``s one holder while it generates; a holder in
+    use is never evicted, so no more than ``max_loaded`` holders exist (each holds one policy, plus, for a
+    newest-step holder that just swapped, the previous step until the requests that started on it finish).
+    To make room the least recently used idle holder is dropped; when all are in use, the request waits.
+    A holder is built outside the pool's lock, so a load does not hold up requests for loaded runs.
+    """
+
+    def __init__(self, make: Callable[[str, int | None], PolicyHolder], max_loaded: int) -> None:
+        if max_loaded < 1:
+            raise BadRequestError(f"--max-loaded-runs must be >= 1, got {max_loaded}")
+        self._make, self.max_loaded = make, max_loaded
+        self._cond = threading.Condition()
+        self._slots: OrderedDict[ModelKey, _Slot] = OrderedDict()  # least recently used first
+        self.created = 0
+        self.evicted = 0
+
+    @contextmanager
+    def use(self, key: ModelKey) -> Iterator[PolicyHolder]:
+        """The holder of ``key``, loaded now if it is not; it stays loaded until the ``with`` block ends."""
+        slot, create = self._acquire(key)
+        try:
+            if create:
+                try:
+                    slot.holder = self._make(*key)
+                except BaseException as e:
+                    with self._cond:
+                        slot.error = e
+                        if self._slots.get(key) is slot:
+                            del self._slots[key]
+                    raise
+                finally:
+                    slot.ready.set()
+                with self._cond:
+                    self.created += 1
+            else:
+                slot.ready.wait()
+                if slot.error is not None:
+                    raise slot.error
+            assert slot.holder is not None
+            yield slot.holder
+        finally:
+            with self._cond:
+                slot.users -= 1
+                self._cond.notify_all()
+
+    def loaded(self) -> list[tuple[ModelKey, PolicyHolder]]:
+        """The loaded holders, least recently used first."""
+        with self._cond:
+            return [(k, s.holder) for k, s in self._slots.items() if s.holder is not None]
+
+    def _acquire(self, key: ModelKey) -> tuple[_Slot, bool]:
+        with self._cond:
+            while True:
+                slot = self._slots.get(key)
+                if slot is not None:
+                    slot.users += 1
+                    self._slots.move_to_end(key)
+                    return slot, False
+                if len(self._slots) < self.max_loaded:
+                    slot = self._slots[key] = _Slot()
+                    return slot, True
+                idle = next((k for k, s in self._slots.items() if s.users == 0), None)
+                if idle is None:
+                    self._cond.wait()  # every holder is generating; the first to finish frees one
+                    continue
+                del self._slots[idle]
+                self.evicted += 1
+                log.info("unloaded %s to make room for %s (--max-loaded-runs %d)",
+                         _model_name(idle), _model_name(key), self.max_loaded)
+
+
+def _model_name(key: ModelKey) -> str:
+    return key[0] if key[1] is None else f"{key[0]}@{key[1]}"
 
 
 # --- requests ----------------------------------------------------------------------------------------------
@@ -503,11 +655,16 @@ def _generator(seed: int | None) -> torch.Generator:
 
 
 class PolicyServer:
-    """The HTTP server and what it serves; ``start()`` runs it on a thread, ``serve_forever()`` on this one."""
+    """The HTTP server and what it serves; ``start()`` runs it on a thread, ``serve_forever()`` on this one.
+
+    With a ``run_id`` it serves that run (single-run mode, model name ``served_model_name`` or the run id).
+    With ``run_id=None`` (multi-run mode) each request's ``model`` names the run: ``"<run_id>"`` for its newest
+    applied step, ``"<run_id>@<step>"`` for exactly that step; at most ``max_loaded_runs`` holders are loaded.
+    """
 
     def __init__(
         self,
-        run_id: str,
+        run_id: str | None,
         *,
         base: ModelSpec | None = None,
         store: CheckpointStore | None = None,
@@ -519,18 +676,23 @@ class PolicyServer:
         default_max_tokens: int = 1024,
         max_model_len: int | None = None,
         max_concurrency: int = 4,
+        max_loaded_runs: int = 2,
     ) -> None:
         self.run_id = run_id
         self.served_model_name = served_model_name
         self.default_max_tokens = default_max_tokens
-        self.holder = PolicyHolder(
-            store or CheckpointStore(),
-            run_id,
-            base,
-            device or default_device(),
-            reload_interval_s=reload_interval_s,
-            max_model_len=max_model_len,
-        )
+        self.store = store or CheckpointStore()
+        self.base = base
+        device = device or default_device()
+
+        def make(run: str, step: int | None = None) -> PolicyHolder:
+            return PolicyHolder(
+                self.store, run, base, device, reload_interval_s=reload_interval_s, max_model_len=max_model_len, step=step
+            )
+
+        # Single-run mode: one holder, loaded now. Multi-run mode: holders made on first use, at most N at once.
+        self.holder: PolicyHolder | None = make(run_id) if run_id is not None else None
+        self.pool: PolicyPool | None = PolicyPool(make, max_loaded_runs) if run_id is None else None
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._tokenize_lock = threading.Lock()  # HF fast tokenizers are not safe to call from many threads
         self.httpd = http.server.ThreadingHTTPServer((host, port), _Handler)
@@ -563,8 +725,10 @@ class PolicyServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    # --- operations -----------------------------------------------------------------------------
-    def models(self) -> tuple[dict[str, Any], Served]:
+    # --- operations: each returns (JSON body, response headers) -------------------------------------
+    def models(self) -> tuple[dict[str, Any], dict[str, str]]:
+        if self.holder is None:
+            return {"object": "list", "data": [self._run_entry(r) for r in list_runs(self.store)]}, {}
         served = self.holder.current()
         return {
             "object": "list",
@@ -575,35 +739,113 @@ class PolicyServer:
                     "created": int(served.loaded_at),
                     "owned_by": "mockworld",
                     "root": served.model_path or "tiny",
-                    "run_id": self.run_id,
+                    "run_id": self.holder.run_id,
                     "policy_version": served.step,
                     "max_model_len": served.max_model_len,
                 }
             ],
-        }, served
+        }, _version_headers(served, self.holder.run_id)
 
-    def health(self) -> tuple[dict[str, Any], Served]:
+    def model(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """``GET /v1/models/<name>``: the served model (single-run mode) or one run on disk (multi-run mode)."""
+        if self.holder is not None:
+            if name not in (self.served_model_name, self.holder.run_id):
+                raise self._not_found(name)
+            listing, headers = self.models()
+            return listing["data"][0], headers
+        run_id, step = parse_model_name(name)
+        if step is not None or run_id not in list_runs(self.store):
+            raise self._not_found(name)
+        return self._run_entry(run_id), {}
+
+    def health(self) -> tuple[dict[str, Any], dict[str, str]]:
+        if self.pool is not None:
+            loaded = [
+                {"model": _model_name(k), "run_id": h.run_id, "policy_version": h.served.step,
+                 "model_path": h.served.model_path}
+                for k, h in self.pool.loaded()
+            ]
+            return {
+                "status": "ok",
+                "mode": "multi-run",
+                "checkpoint_root": str(self.store.root),
+                "max_loaded_runs": self.pool.max_loaded,
+                "loaded": loaded,
+            }, {}
+        assert self.holder is not None
         served = self.holder.current()
         return {
             "status": "ok",
-            "run_id": self.run_id,
+            "run_id": self.holder.run_id,
             "policy_version": served.step,
             "model_path": served.model_path,
-        }, served
+        }, _version_headers(served, self.holder.run_id)
 
-    def chat_completion(self, body: Any) -> tuple[dict[str, Any], Served]:
-        """Answers one chat completion body: (the OpenAI response, the step that produced it)."""
+    def chat_completion(self, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """Answers one chat completion body: (the OpenAI response, headers naming the step that produced it)."""
         model = body.get("model") if isinstance(body, dict) else None
-        if model is not None and model not in (self.served_model_name, self.run_id):
-            raise ApiError(
-                404,
-                f"The model {model!r} does not exist; this server serves {self.served_model_name!r} "
-                f"(run {self.run_id!r})",
-                param="model",
-                code="model_not_found",
-            )
+        key = self._resolve(model)
         request = parse_chat_request(body)
-        served = self.holder.current()  # pinned for this request: a swap now does not touch it
+        name = self.served_model_name if self.holder is not None else model
+        with self._policy(key) as (served, run_id):  # pinned for this request: a swap now does not touch it
+            out = self._complete(request, served, run_id, name)
+        return out, _version_headers(served, run_id)
+
+    # --- internals ----------------------------------------------------------------------------------
+    def _resolve(self, model: Any) -> ModelKey | None:
+        """Checks the request's ``model``: None in single-run mode, else (run id, pinned step or None); 404s."""
+        if self.holder is not None:
+            if model is not None and model not in (self.served_model_name, self.holder.run_id):
+                raise self._not_found(model)
+            return None
+        if not isinstance(model, str) or not model:
+            raise ApiError(
+                400,
+                "model: required; this server serves many runs: name one as '<run_id>' (its newest applied step) "
+                f"or '<run_id>@<step>' (exactly that step); runs: {self._run_names()}",
+                param="model",
+            )
+        run_id, step = parse_model_name(model)
+        try:
+            self.store.run_dir(run_id)
+        except BadRequestError:
+            raise self._not_found(model) from None
+        has_manifest = self.store.read_manifest(run_id) is not None
+        applied = self.store.applied_steps(run_id)
+        if not has_manifest and not applied and self.base is None:
+            raise self._not_found(model)
+        if step is not None and step > 0:
+            if step not in applied:
+                have = f"its applied steps are {_ranges(applied)}" if applied else "it has no applied step yet"
+                raise ApiError(
+                    404,
+                    f"The model {model!r} does not exist: run {run_id!r} has not applied step {step}; {have}",
+                    param="model",
+                    code="model_not_found",
+                )
+            if not (self.store.step_dir(run_id, step) / "model" / "config.json").exists():
+                raise ApiError(
+                    404,
+                    f"The model {model!r} does not exist: the weights of step {step} of run {run_id!r} are no "
+                    f"longer on disk (retention keeps the newest {self.store.keep_last} steps and pinned ones; pin "
+                    f"with trainer.saveCheckpoint); steps with weights: "
+                    f"{_ranges(servable_steps(self.store, run_id, applied))}",
+                    param="model",
+                    code="model_not_found",
+                )
+        return run_id, step
+
+    @contextmanager
+    def _policy(self, key: ModelKey | None) -> Iterator[tuple[Served, str]]:
+        """(the policy to answer with, its run id), held loaded until the block ends."""
+        if self.holder is not None:
+            yield self.holder.current(), self.holder.run_id
+            return
+        assert self.pool is not None and key is not None
+        with self.pool.use(key) as holder:
+            yield holder.current(), holder.run_id
+
+    def _complete(self, request: ChatRequest, served: Served, run_id: str, name: str) -> dict[str, Any]:
         started = time.monotonic()
         try:
             with self._tokenize_lock:
@@ -634,24 +876,69 @@ class PolicyServer:
                 choices.append(self._choice(index, text, finish, request, prompt, ids, seed))
         log.info(
             "chat run=%s step=%d prompt=%d completion=%d finish=%s %.2fs",
-            self.run_id, served.step, len(prompt), completion_tokens,
+            run_id, served.step, len(prompt), completion_tokens,
             ",".join(c["finish_reason"] for c in choices), time.monotonic() - started,
         )
         return {
             "id": f"chatcmpl-{secrets.token_hex(12)}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": self.served_model_name,
+            "model": name,
             "system_fingerprint": f"step-{served.step}",
             "policy_version": served.step,
-            "run_id": self.run_id,
+            "run_id": run_id,
             "choices": choices,
             "usage": {
                 "prompt_tokens": len(prompt),
                 "completion_tokens": completion_tokens,
                 "total_tokens": len(prompt) + completion_tokens,
             },
-        }, served
+        }
+
+    def _run_entry(self, run_id: str) -> dict[str, Any]:
+        """A run on disk as a ``/v1/models`` entry (multi-run mode), without loading it."""
+        applied = self.store.applied_steps(run_id)
+        latest = applied[-1] if applied else 0
+        manifest = self.store.read_manifest(run_id)
+        if latest > 0:
+            root: str = str(self.store.step_dir(run_id, latest) / "model")
+        else:
+            spec = manifest["model"] if manifest else {}
+            root = spec.get("path") or spec.get("kind") or "unknown"
+        loaded = [h.served for (r, _), h in self._pool_loaded() if r == run_id]  # any step: the same model
+        try:
+            created = int(os.stat(self.store.run_dir(run_id)).st_mtime)
+        except FileNotFoundError:
+            created = 0
+        return {
+            "id": run_id,
+            "object": "model",
+            "created": created,
+            "owned_by": "mockworld",
+            "root": root,
+            "run_id": run_id,
+            "policy_version": latest,
+            "servable_steps": servable_steps(self.store, run_id, applied),
+            "max_model_len": loaded[0].max_model_len if loaded else None,
+        }
+
+    def _pool_loaded(self) -> list[tuple[ModelKey, PolicyHolder]]:
+        return self.pool.loaded() if self.pool is not None else []
+
+    def _run_names(self) -> str:
+        runs = list_runs(self.store)
+        if not runs:
+            return f"none yet under {self.store.root}"
+        shown = ", ".join(repr(r) for r in runs[:LISTED_IN_ERRORS])
+        more = len(runs) - LISTED_IN_ERRORS
+        return shown + (f" and {more} more (GET /v1/models lists them)" if more > 0 else "")
+
+    def _not_found(self, name: str) -> ApiError:
+        if self.holder is not None:
+            what = f"this server serves {self.served_model_name!r} (run {self.holder.run_id!r})"
+        else:
+            what = f"no run {parse_model_name(name)[0]!r} under {self.store.root}; runs: {self._run_names()}"
+        return ApiError(404, f"The model {name!r} does not exist; {what}", param="model", code="model_not_found")
 
     @staticmethod
     def _choice(
@@ -690,8 +977,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path in ("/v1/models", f"/v1/models/{self.app.served_model_name}"):
-            self._answer(lambda: self._model_or_list(path))
+        if path == "/v1/models":
+            self._answer(self.app.models)
+        elif path.startswith("/v1/models/"):
+            self._answer(lambda: self.app.model(unquote(path[len("/v1/models/") :])))
         elif path in ("/health", "/v1/health"):
             self._answer(self.app.health)
         elif path == "/v1/chat/completions":
@@ -711,10 +1000,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send_error(ApiError(404, f"no route for POST {path}"))
 
-    def _model_or_list(self, path: str) -> tuple[dict[str, Any], Served]:
-        listing, served = self.app.models()
-        return (listing if path == "/v1/models" else listing["data"][0]), served
-
     def _read_json(self) -> Any:
         length = self.headers.get("Content-Length")
         if length is None or not length.strip().isdigit():
@@ -732,30 +1017,52 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _answer(self, fn: Any) -> None:
         try:
-            body, served = fn()
+            body, headers = fn()
         except ApiError as e:
             self._send_error(e)
             return
         except TrainerError as e:
-            self._send_error(ApiError(400 if isinstance(e, BadRequestError) else 500, str(e)))
+            status = 400 if isinstance(e, BadRequestError) else 404 if isinstance(e, CheckpointMissingError) else 500
+            self._send_error(ApiError(status, str(e)))
             return
         except Exception as e:
             log.exception("request failed")
             self._send_error(ApiError(500, f"{type(e).__name__}: {e}"))
             return
-        self._send(200, body, served.step)
+        self._send(200, body, headers)
 
     def _send_error(self, error: ApiError) -> None:
-        self._send(error.status, error.body(), self.app.holder.served.step)
+        holder = self.app.holder  # single-run mode: errors carry the version served; multi-run: no one version
+        self._send(error.status, error.body(), {} if holder is None else _version_headers(holder.served, None))
 
-    def _send(self, status: int, body: dict[str, Any], step: int) -> None:
+    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
         payload = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-policy-version", str(step))
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def _version_headers(served: Served, run_id: str | None) -> dict[str, str]:
+    """``x-policy-version: N`` (the step whose weights answered) and, with a run, ``x-run-id``."""
+    headers = {"x-policy-version": str(served.step)}
+    if run_id is not None:
+        headers["x-run-id"] = quote(run_id, safe="-_.")  # header values are latin-1: percent-encoded as on disk
+    return headers
+
+
+def _ranges(steps: Sequence[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``"0..3, 7"``."""
+    spans: list[list[int]] = []
+    for step in sorted(steps):
+        if spans and step == spans[-1][1] + 1:
+            spans[-1][1] = step
+        else:
+            spans.append([step, step])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans) or "none"
 
 
 # --- command line ----------------------------------------------------------------------------------------
@@ -781,19 +1088,34 @@ def parse_base(text: str | None) -> ModelSpec | None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m workers.trainer.policy_server",
-        description="OpenAI-compatible chat endpoint serving the latest applied step of a training run.",
+        description="OpenAI-compatible chat endpoint serving the latest applied step of a training run "
+        "(--run-id), or of any run under the checkpoint directory, named by each request's model (--any-run).",
     )
-    parser.add_argument("--run-id", required=True, help="the training run (the workflow id)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--run-id", help="the training run (the workflow id); requests use model 'policy' or the run id")
+    mode.add_argument(
+        "--any-run",
+        action="store_true",
+        help="serve every run under the checkpoint directory: a request's model '<run_id>' gets the run's newest "
+        "applied step, '<run_id>@<step>' exactly that step (404 when its weights are gone)",
+    )
     parser.add_argument(
         "--base",
         help="step-0 model while the run has no run.json: 'tiny', a local model directory, or a JSON model "
-        "spec; once the trainer records the run's model, that one is served",
+        "spec; once the trainer records the run's model, that one is served. With --any-run: the step-0 model "
+        "of any run without a run.json (without --base, such a run is a 404)",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--checkpoint-dir", help="default: MOCKWORLD_CHECKPOINT_DIR, else $MOCKWORLD_HOME/checkpoints")
     parser.add_argument("--device", help="default: MOCKWORLD_TRAINER_DEVICE, else cuda if available, else cpu")
-    parser.add_argument("--served-model-name", default="policy")
+    parser.add_argument("--served-model-name", help="with --run-id: the model name served (default: policy)")
+    parser.add_argument(
+        "--max-loaded-runs",
+        type=int,
+        help="with --any-run: policies kept loaded at once (default 2); the least recently used idle one is "
+        "unloaded to make room, and a request waits while all are generating",
+    )
     parser.add_argument("--reload-interval", type=float, default=0.5, help="seconds between forced listings")
     parser.add_argument("--default-max-tokens", type=int, default=1024, help="when a request sets no max_tokens")
     parser.add_argument("--max-model-len", type=int, help="prompt + completion tokens (default: from the model)")
@@ -802,21 +1124,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def server_from_args(argv: Sequence[str] | None = None) -> PolicyServer:
-    """Parses the command line and builds the server (bound, model loaded, not yet serving)."""
-    args = build_parser().parse_args(argv)
+    """Parses the command line and builds the server (bound, model loaded in single-run mode, not yet serving)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.any_run and args.served_model_name is not None:
+        parser.error("--served-model-name applies to --run-id; with --any-run a request's model names the run")
+    if args.run_id is not None and args.max_loaded_runs is not None:
+        parser.error("--max-loaded-runs applies to --any-run; --run-id serves one run")
     try:
         return PolicyServer(
-            args.run_id,
+            None if args.any_run else args.run_id,
             base=parse_base(args.base),
             store=CheckpointStore(args.checkpoint_dir) if args.checkpoint_dir else None,
             device=torch.device(args.device) if args.device else None,
             host=args.host,
             port=args.port,
-            served_model_name=args.served_model_name,
+            served_model_name=args.served_model_name or "policy",
             reload_interval_s=args.reload_interval,
             default_max_tokens=args.default_max_tokens,
             max_model_len=args.max_model_len,
             max_concurrency=args.max_concurrency,
+            max_loaded_runs=2 if args.max_loaded_runs is None else args.max_loaded_runs,
         )
     except (TrainerError, OSError) as e:
         raise SystemExit(f"mockworld policy server: {e}") from None
@@ -827,13 +1155,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     transformers_logging.disable_progress_bar()  # one "Loading weights" bar per reload is noise in a server log
     server = server_from_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.httpd.shutdown).start())
-    served = server.holder.served
-    print(
-        f"policy server for run {server.run_id} at {server.url} (model {server.served_model_name!r}, "
-        f"step {served.step})",
-        file=sys.stderr,
-        flush=True,
-    )
+    if server.holder is not None:
+        message = (
+            f"policy server for run {server.holder.run_id} at {server.url} (model {server.served_model_name!r}, "
+            f"step {server.holder.served.step})"
+        )
+    else:
+        assert server.pool is not None
+        message = (
+            f"policy server for runs under {server.store.root} at {server.url} (model '<run_id>' or "
+            f"'<run_id>@<step>', at most {server.pool.max_loaded} loaded, {len(list_runs(server.store))} runs now)"
+        )
+    print(message, file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
 import threading
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
 
 import pytest
@@ -310,3 +312,245 @@ def test_the_command_line_builds_a_server_for_a_run(tmp_path):
         policy_server.server_from_args(["--run-id", "cli2", "--port", "0", "--checkpoint-dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="not a model directory"):
         policy_server.server_from_args(["--run-id", "cli2", "--base", str(tmp_path / "nope")])
+
+
+# --- many runs (--any-run) -------------------------------------------------------------------------------
+
+CELL_B = {**TINY, "seed": 1, "hidden_size": 48, "intermediate_size": 96}  # another tiny model than cell-a's
+
+
+@pytest.fixture
+def serve_any(store):
+    """Starts multi-run policy servers (run_id None) against the test's checkpoint dir; closes them afterwards."""
+    started = []
+
+    def start(base=None, max_loaded_runs: int = 2) -> PolicyServer:
+        server = PolicyServer(
+            None, base=base, store=store, device=torch.device("cpu"), port=0, max_loaded_runs=max_loaded_runs
+        )
+        started.append(server.start())
+        return server
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def ask(server: PolicyServer, model: str | None, **body) -> tuple[int, dict, dict]:
+    return call(server, "/chat/completions", {"model": model, "messages": ASK, "max_tokens": 8, "seed": 5, **body})
+
+
+def two_trained_runs(trainer, tmp_path) -> None:
+    """cell-a: the tiny model, steps 1 and 2; cell-b: a wider tiny model with another seed, step 1."""
+    ref = write_jsonl(tmp_path / "b.jsonl", rollout_batch())
+    trainer.train_step("cell-a", 1, ref, model=TINY, config={"lr": 1e-2})
+    trainer.train_step("cell-a", 2, ref, config={"lr": 1e-2})
+    trainer.train_step("cell-b", 1, ref, model=CELL_B, config={"lr": 1e-2})
+
+
+def loaded(server: PolicyServer) -> dict[str, object]:
+    """The pool's holders by model name, least recently used first."""
+    return {policy_server._model_name(k): h for k, h in server.pool.loaded()}
+
+
+def test_one_server_serves_many_runs_by_model_name_and_pinned_steps(serve_any, trainer, tmp_path):
+    two_trained_runs(trainer, tmp_path)
+    server = serve_any(max_loaded_runs=4)
+    status, headers, a = ask(server, "cell-a")
+    assert status == 200 and headers["x-policy-version"] == "2" and headers["x-run-id"] == "cell-a"
+    assert a["policy_version"] == 2 and a["system_fingerprint"] == "step-2"
+    assert a["run_id"] == "cell-a" and a["model"] == "cell-a"
+    status, headers, b = ask(server, "cell-b")
+    assert status == 200 and headers["x-policy-version"] == "1" and headers["x-run-id"] == "cell-b"
+    assert b["policy_version"] == 1 and b["run_id"] == "cell-b" and b["model"] == "cell-b"
+
+    status, headers, a1 = ask(server, "cell-a@1")
+    assert status == 200 and headers["x-policy-version"] == "1" and headers["x-run-id"] == "cell-a"
+    assert a1["policy_version"] == 1 and a1["run_id"] == "cell-a" and a1["model"] == "cell-a@1"
+    assert ask(server, "cell-a@2")[2]["choices"] == a["choices"]  # the newest step, pinned: the same weights
+    a0 = ask(server, "cell-a@0")[2]
+    assert a0["policy_version"] == 0 and a0["run_id"] == "cell-a"  # the base model recorded in run.json
+
+    # each pinned step is served from its own weights directory; cell-b is its own (wider) model
+    holders = loaded(server)
+    assert list(holders) == ["cell-b", "cell-a@1", "cell-a@2", "cell-a@0"]  # 5 names, 4 slots: cell-a went
+    store = trainer.store
+    assert holders["cell-a@1"].served.model_path == str(store.weights_dir("cell-a", 1))
+    assert holders["cell-a@2"].served.model_path == str(store.weights_dir("cell-a", 2))
+    assert holders["cell-b"].served.model_path == str(store.weights_dir("cell-b", 1))
+    assert holders["cell-b"].served.policy.model.config.hidden_size == 48
+    assert holders["cell-a@1"].served.policy.model.config.hidden_size == 32
+    probe = torch.tensor([ByteTokenizer().generation_prompt(ASK)])
+    with torch.no_grad():
+        logits = [holders[k].served.policy.model(probe).logits for k in ("cell-a@0", "cell-a@1", "cell-a@2")]
+    assert not torch.allclose(logits[0], logits[1]) and not torch.allclose(logits[1], logits[2])
+
+    # a newest-step name follows the run: a step applied now is what the next request gets
+    trainer.train_step("cell-b", 2, write_jsonl(tmp_path / "b2.jsonl", rollout_batch()), config={"lr": 1e-2})
+    status, headers, b2 = ask(server, "cell-b")
+    assert status == 200 and b2["policy_version"] == 2 and headers["x-policy-version"] == "2"
+    assert ask(server, "cell-b@1")[2]["choices"] == b["choices"]  # pinned: the old version, same seed, same reply
+
+    status, headers, models = call(server, "/models")
+    assert status == 200 and "x-policy-version" not in headers  # many runs: no one version
+    entries = {m["id"]: m for m in models["data"]}
+    assert list(entries) == ["cell-a", "cell-b"]
+    assert entries["cell-a"]["run_id"] == "cell-a" and entries["cell-a"]["policy_version"] == 2
+    assert entries["cell-a"]["servable_steps"] == [0, 1, 2]
+    assert entries["cell-a"]["root"] == str(store.weights_dir("cell-a", 2))
+    assert entries["cell-b"]["policy_version"] == 2 and entries["cell-b"]["servable_steps"] == [0, 1, 2]
+    assert entries["cell-a"]["max_model_len"] == entries["cell-b"]["max_model_len"] == 16384  # loaded: known
+    status, _, one = call(server, "/models/cell-b")
+    assert status == 200 and one == entries["cell-b"]
+    assert call(server, "/models/cell-c")[0] == 404
+    status, _, health = call(server, "/health")
+    assert status == 200 and health["mode"] == "multi-run" and health["max_loaded_runs"] == 4
+    assert {h["model"]: h["policy_version"] for h in health["loaded"]} == {
+        "cell-a@2": 2, "cell-a@0": 0, "cell-b": 2, "cell-b@1": 1  # cell-b@1 took the place of cell-a@1
+    }
+
+
+def test_unknown_runs_and_missing_steps_are_404s_that_name_what_exists(serve_any, trainer, tmp_path):
+    two_trained_runs(trainer, tmp_path)
+    server = serve_any()  # no --base: a run that is not on disk is unknown
+    status, headers, out = ask(server, "cell-c")
+    assert status == 404 and out["error"]["code"] == "model_not_found" and out["error"]["param"] == "model"
+    assert "'cell-c'" in out["error"]["message"] and "'cell-a', 'cell-b'" in out["error"]["message"]
+    assert "x-policy-version" not in headers
+    for name in ("policy", "cell-a@", "."):  # the single-run name, an '@' without a step, an invalid run id
+        status, _, out = ask(server, name)
+        assert status == 404 and "'cell-a', 'cell-b'" in out["error"]["message"], name
+    status, _, out = ask(server, "cell-a@3")
+    assert status == 404 and "has not applied step 3; its applied steps are 1..2" in out["error"]["message"]
+    shutil.rmtree(trainer.store.step_dir("cell-a", 1) / "model")  # pruned by retention, say
+    status, _, out = ask(server, "cell-a@1")
+    assert status == 404 and "no longer on disk" in out["error"]["message"]
+    assert "steps with weights: 0, 2" in out["error"]["message"]
+    status, _, out = ask(server, None)
+    assert status == 400 and out["error"]["param"] == "model" and "'cell-a', 'cell-b'" in out["error"]["message"]
+    assert server.pool.created == 0  # nothing was loaded for any of them
+    assert ask(server, "cell-a")[0] == 200 and ask(server, "cell-a@2")[0] == 200
+
+
+def test_with_base_a_run_without_run_json_is_served_at_step_0(serve_any, store):
+    store.ensure_manifest("cell-b", {"run_id": "cell-b", "model": CELL_B})  # as the trainer writes it before step 1
+    server = serve_any(base=TINY_SPEC, max_loaded_runs=3)
+    status, headers, out = ask(server, "not-stepped-yet")
+    assert status == 200 and out["policy_version"] == 0 and out["run_id"] == "not-stepped-yet"
+    assert headers["x-policy-version"] == "0" and headers["x-run-id"] == "not-stepped-yet"
+    assert ask(server, "not-stepped-yet@0")[2]["choices"] == out["choices"]
+    status, _, out = ask(server, "not-stepped-yet@1")
+    assert status == 404 and "has no applied step yet" in out["error"]["message"]
+    assert ask(server, "cell-b")[2]["policy_version"] == 0
+    holders = loaded(server)
+    assert holders["not-stepped-yet"].served.policy.model.config.hidden_size == 32  # --base
+    assert holders["cell-b"].served.policy.model.config.hidden_size == 48  # a run.json: the run's own model
+    assert [m["id"] for m in call(server, "/models")[2]["data"]] == ["cell-b"]  # only runs on disk are listed
+
+
+def test_at_most_max_loaded_runs_are_loaded_least_recently_used_first_out(serve_any, store, monkeypatch):
+    server = serve_any(base=TINY_SPEC, max_loaded_runs=2)
+    for name in ("r1", "r2", "r3"):
+        assert ask(server, name)[0] == 200
+    assert list(loaded(server)) == ["r2", "r3"] and server.pool.evicted == 1
+    r2 = weakref.ref(loaded(server)["r2"])
+    assert ask(server, "r2")[0] == 200 and server.pool.created == 3  # still loaded: not loaded again
+    assert list(loaded(server)) == ["r3", "r2"]
+    assert ask(server, "r1")[0] == 200 and server.pool.created == 4  # r3 is the least recently used
+    assert list(loaded(server)) == ["r2", "r1"]
+    assert ask(server, "r3")[0] == 200 and list(loaded(server)) == ["r1", "r3"] and server.pool.created == 5
+    gc.collect()
+    assert r2() is None  # an unloaded policy is freed, not kept alive somewhere
+
+    # A policy that is generating is never unloaded: with both slots busy, a third run waits for one.
+    real_generate = policy_server.generate
+    gates = {"r1": threading.Event(), "r3": threading.Event()}
+    inside = {"r1": threading.Event(), "r3": threading.Event()}
+    runs = {id(h.served): k for k, h in loaded(server).items()}
+
+    def generate(served, *args, **kwargs):
+        run = runs.get(id(served))
+        if run in gates:
+            inside[run].set()
+            gates[run].wait(10)
+        return real_generate(served, *args, **kwargs)
+
+    monkeypatch.setattr(policy_server, "generate", generate)
+    results: dict = {}
+    threads = [threading.Thread(target=lambda n=n: results.update({n: ask(server, n)})) for n in ("r1", "r3")]
+    for t in threads:
+        t.start()
+    assert inside["r1"].wait(10) and inside["r3"].wait(10)
+    waiting = threading.Thread(target=lambda: results.update(r4=ask(server, "r4")))
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive() and sorted(loaded(server)) == ["r1", "r3"] and server.pool.created == 5
+    gates["r3"].set()  # r3 finishes: it is the idle one now, so r4 takes its place
+    waiting.join(10)
+    assert not waiting.is_alive() and results["r4"][0] == 200 and results["r4"][2]["run_id"] == "r4"
+    assert list(loaded(server)) == ["r1", "r4"]
+    gates["r1"].set()
+    for t in threads:
+        t.join(10)
+    assert results["r1"][0] == results["r3"][0] == 200 and results["r3"][2]["run_id"] == "r3"
+
+
+def test_concurrent_requests_to_two_runs_each_get_their_own_policy(serve_any, store):
+    store.ensure_manifest("run-x", {"run_id": "run-x", "model": TINY})  # a run.json, no step yet: step 0
+    store.ensure_manifest("run-y", {"run_id": "run-y", "model": CELL_B})
+    server = serve_any()
+    names = ["run-x", "run-y"] * 4
+    expected = {(n, s): ask(server, n, seed=s)[2]["choices"] for s, n in enumerate(names)}
+    assert expected[("run-x", 0)] != expected[("run-y", 1)]
+    results: dict = {}
+    barrier = threading.Barrier(len(names))
+
+    def one(seed: int, name: str) -> None:
+        barrier.wait(10)
+        results[(name, seed)] = ask(server, name, seed=seed)
+
+    threads = [threading.Thread(target=one, args=(s, n)) for s, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for (name, seed), (status, headers, out) in results.items():
+        assert status == 200 and out["run_id"] == name and headers["x-run-id"] == name
+        assert out["policy_version"] == 0 and out["choices"] == expected[(name, seed)]
+    assert len(results) == len(names) and server.pool.created == 2  # each run loaded once, none evicted
+
+
+def test_the_command_line_serves_any_run_and_keeps_the_single_run_flags_apart(tmp_path, store, trainer, capsys):
+    trainer.train_step("cell", 1, write_jsonl(tmp_path / "b.jsonl", rollout_batch()), model=TINY)
+    server = policy_server.server_from_args(
+        ["--any-run", "--port", "0", "--checkpoint-dir", str(store.root), "--device", "cpu", "--max-loaded-runs", "1"]
+    ).start()
+    try:
+        assert server.holder is None and server.pool is not None and server.pool.max_loaded == 1
+        (entry,) = call(server, "/models")[2]["data"]
+        assert entry["id"] == "cell" and entry["policy_version"] == 1 and entry["servable_steps"] == [0, 1]
+        assert entry["max_model_len"] is None  # nothing loaded yet: listing loads nothing
+        status, headers, out = ask(server, "cell")
+        assert status == 200 and headers["x-policy-version"] == "1" and out["run_id"] == "cell"
+        assert ask(server, "other")[0] == 404  # no --base: only runs on disk
+    finally:
+        server.close()
+    for argv, message in (
+        ([], "one of the arguments --run-id --any-run is required"),
+        (["--run-id", "r", "--any-run"], "not allowed with"),
+        (["--any-run", "--served-model-name", "p"], "--served-model-name applies to --run-id"),
+        (["--run-id", "r", "--max-loaded-runs", "3"], "--max-loaded-runs applies to --any-run"),
+    ):
+        with pytest.raises(SystemExit):
+            policy_server.server_from_args([*argv, "--port", "0", "--checkpoint-dir", str(tmp_path / "c")])
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="max-loaded-runs must be >= 1"):
+        policy_server.server_from_args(["--any-run", "--max-loaded-runs", "0", "--port", "0"])
+
+
+def test_model_names_parse_a_trailing_step_only():
+    parse = policy_server.parse_model_name
+    assert parse("study-x-cell-rs-q4-r2-s0") == ("study-x-cell-rs-q4-r2-s0", None)
+    assert parse("cell@12") == ("cell", 12) and parse("a@b@3") == ("a@b", 3)
+    assert parse("cell@") == ("cell@", None) and parse("cell@x1") == ("cell@x1", None) and parse("@3") == ("@3", None)
+    assert parse("cell@\u0663") == ("cell@\u0663", None)  # ASCII digits only

@@ -1,0 +1,106 @@
+import type pg from 'pg';
+import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-endpoint';
+import type { ModelClient } from '../llm';
+import { judgeResponse } from './judge';
+import { teacherPrompt } from './protocols/teacher-prompt';
+import { questionsOf } from './questions';
+
+/** Ledger role of student calls during evaluation. */
+export const STUDENT_ROLE = 'student';
+
+export interface EvaluateCellInput {
+  readonly studyId: string;
+  readonly cellId: string;
+  readonly trainerRunId: string;
+  /** The applied SFT step evaluated (0: the base model, nothing was trained). */
+  readonly policyStep: number;
+  readonly student: ModelEndpoint;
+  readonly sampling: Sampling;
+  /** k of mean@k. */
+  readonly samples: number;
+  readonly judge: ModelRole;
+}
+
+export interface CellEvaluation {
+  /** mean@k: the mean fraction of the k samples judged correct, over test questions. */
+  readonly score: number | null;
+  readonly judged: number;
+  readonly judgeFailures: number;
+}
+
+/**
+ * mean@k of a cell's final checkpoint on the test set (seed 002 Sec. 4: k = 8 at temperature
+ * 0.7), through the policy server that serves the cell's run pinned to its last step. Every
+ * response and verdict is stored insert-if-absent and every call is cached by sample index and
+ * policy version, so a retried evaluation pays nothing twice. Judge failures are recorded and
+ * left out of the mean, never scored.
+ */
+export async function evaluateCell(
+  models: ModelClient,
+  pool: pg.Pool,
+  input: EvaluateCellInput,
+  onProgress: (done: number, total: number) => void = () => undefined,
+): Promise<CellEvaluation> {
+  const tests = await questionsOf(pool, input.studyId, 'test');
+  const { rows: stored } = await pool.query<{ question_id: string; sample: number }>(
+    'SELECT question_id, sample FROM study_evaluations WHERE study_id = $1 AND cell_id = $2',
+    [input.studyId, input.cellId],
+  );
+  const have = new Set(stored.map((r) => `${r.question_id}\n${r.sample}`));
+  const endpoint = {
+    ...input.student,
+    // The multi-run policy server serves the run named by the model, pinned to a step.
+    model: input.policyStep > 0 ? `${input.trainerRunId}@${input.policyStep}` : input.trainerRunId,
+  };
+  const total = tests.length * input.samples;
+  let done = have.size;
+  await Promise.all(
+    tests.flatMap((question) =>
+      Array.from({ length: input.samples }, async (_, sample) => {
+        if (have.has(`${question.questionId}\n${sample}`)) return;
+        const answer = await models.chat({
+          endpoint,
+          messages: [{ role: 'user', content: await teacherPrompt(question) }],
+          sampling: input.sampling,
+          sampleIndex: sample,
+          policyVersion: `${input.trainerRunId}@step-${input.policyStep}`,
+          runId: input.studyId,
+          role: STUDENT_ROLE,
+        });
+        const response = answer.message.content ?? '';
+        const verdict = await judgeResponse(models, pool, {
+          studyId: input.studyId,
+          judge: input.judge,
+          question,
+          response,
+        });
+        await pool.query(
+          `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+          [
+            input.studyId,
+            input.cellId,
+            question.questionId,
+            sample,
+            response.replaceAll('\u0000', '\uFFFD'),
+            verdict.correct,
+            verdict.judgedBy,
+          ],
+        );
+        onProgress(++done, total);
+      }),
+    ),
+  );
+  const { rows } = await pool.query<{ score: number | null; judged: number; failed: number }>(
+    `SELECT avg(per_question)::float8 AS score, sum(judged)::int AS judged, sum(failed)::int AS failed FROM (
+       SELECT avg(correct::int) AS per_question, count(correct) AS judged, count(*) - count(correct) AS failed
+         FROM study_evaluations WHERE study_id = $1 AND cell_id = $2 GROUP BY question_id) q`,
+    [input.studyId, input.cellId],
+  );
+  const result = { score: rows[0]?.score ?? null, judged: rows[0]?.judged ?? 0, judgeFailures: rows[0]?.failed ?? 0 };
+  await pool.query(
+    `UPDATE study_cells SET score = $3, evaluated = $4, finished_at = now() WHERE study_id = $1 AND cell_id = $2`,
+    [input.studyId, input.cellId, result.score, result.judged],
+  );
+  return result;
+}

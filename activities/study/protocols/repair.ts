@@ -1,0 +1,96 @@
+/**
+ * Trace-level repair (seed §7.1, RQ3): a wrong teacher response is given back to the teacher with
+ * the gold answer, which checks it and writes a corrected solution. Two SFT targets are built from
+ * the answer: the full wrong → check → fix trace, and the revised-only variant (the corrected
+ * solution alone). The caller still verifies that the fixed solution reaches the gold answer
+ * (fast path, then judge) before it enters a pool.
+ */
+import { z } from 'zod';
+import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates';
+import { goldTarget } from './judge-prompt';
+import { formatQuestion, type StudyQuestion } from './question-format';
+import { requireStage, SHIPPED_TEMPLATES } from './stage-template';
+
+/** Name of the repair's structured output (the `json_schema` name sent to the endpoint). */
+export const REPAIR_SCHEMA_NAME = 'trace_repair';
+
+const NotBlank = z.string().regex(/\S/, 'must not be blank');
+
+/** The teacher's repair answer, as the `traceRepair` template asks for it. */
+export const RepairOutputSchema = z
+  .object({
+    check: NotBlank.describe(
+      'The check of the wrong solution: which step is wrong and why, as the solver re-reading it.',
+    ),
+    fixed_solution: NotBlank.describe(
+      'The complete corrected solution, ending with the final answer in \\boxed{}.',
+    ),
+  })
+  .strict();
+/** A validated repair answer. */
+export type RepairOutput = z.infer<typeof RepairOutputSchema>;
+
+/** Which trace a repair contributes: the full wrong → check → fix trace, or the corrected solution only. */
+export const RepairVariantSchema = z.enum(['wrong_check_fix', 'revised_only']);
+export type RepairVariant = z.infer<typeof RepairVariantSchema>;
+
+/** The line that opens the check in a wrong → check → fix trace. */
+export const CHECK_OPENING = 'Wait, let me check this solution step by step.';
+/** The line that opens the corrected solution in a wrong → check → fix trace. */
+export const FIX_OPENING = 'Here is the corrected solution.';
+
+/** What the repair prompt shows the teacher: the question (with its options), gold and wrong response. */
+export interface RepairPromptInput extends StudyQuestion {
+  /** The gold answer (for a multiple-choice question its letter or option text). */
+  readonly gold: string;
+  /** The teacher's wrong response, whole. */
+  readonly wrongResponse: string;
+}
+
+/** Fills the `traceRepair` template (pure); the answer is validated with {@link RepairOutputSchema}. */
+export function buildRepairPrompt(template: Template, input: RepairPromptInput): string {
+  requireStage(template, 'traceRepair', 'buildRepairPrompt');
+  return renderTemplate(template, {
+    question: formatQuestion(input),
+    goldAnswer: goldTarget(input, input.gold),
+    wrongResponse: input.wrongResponse.trim(),
+  }).trimEnd();
+}
+
+/** {@link buildRepairPrompt} with the `traceRepair` template of `templates` (loaded once per process). */
+export async function repairPrompt(
+  input: RepairPromptInput,
+  templates: TemplateChoice = SHIPPED_TEMPLATES,
+): Promise<string> {
+  return buildRepairPrompt(await loadTemplate('traceRepair', templates), input);
+}
+
+/**
+ * The SFT response text of a repaired trace. `wrong_check_fix`: the wrong response, then
+ * {@link CHECK_OPENING} and the check, then {@link FIX_OPENING} and the fixed solution, separated
+ * by blank lines (its last `\boxed{}` is the corrected answer). `revised_only`: the fixed solution.
+ */
+export function composeRepairTrace(
+  variant: RepairVariant,
+  wrongResponse: string,
+  repair: RepairOutput,
+): string {
+  switch (variant) {
+    case 'wrong_check_fix':
+      return [
+        wrongResponse.trim(),
+        CHECK_OPENING,
+        repair.check.trim(),
+        FIX_OPENING,
+        repair.fixed_solution.trim(),
+      ].join('\n\n');
+    case 'revised_only':
+      return repair.fixed_solution.trim();
+    default: {
+      const unknown: never = variant;
+      throw new Error(
+        `Unknown repair variant ${String(unknown)}; valid: ${RepairVariantSchema.options.join(', ')}`,
+      );
+    }
+  }
+}

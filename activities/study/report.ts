@@ -1,0 +1,132 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type pg from 'pg';
+import { loadEnvironment } from '../../schemas/environment';
+import { MATCHED_BUDGETS } from './analysis/budgets';
+import { intrinsicMetrics } from './analysis/intrinsic';
+import { renderStudyReport } from './analysis/report';
+import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from './analysis/types';
+
+/** Budget whose pool the intrinsic metrics are measured on (seed 002 reports r = 8). */
+const INTRINSIC_R = 8;
+
+interface CellRow {
+  cell_id: string;
+  protocol: string;
+  pool: number;
+  budget: number;
+  seed: number;
+  score: number | null;
+}
+
+/** Where a study's report and plots are written. */
+export function studyDirectory(studyId: string): string {
+  return path.join(loadEnvironment().MOCKWORLD_HOME, 'studies', studyId);
+}
+
+/** The admitted texts of one cell's SFT set with their verdicts (what the intrinsic metrics read). */
+async function poolOf(pool: pg.Pool, studyId: string, cellId: string) {
+  const { rows } = await pool.query<{ question_id: string; text: string; correct: boolean; kind: string }>(
+    `SELECT e.question_id, e.correct, e.kind,
+            CASE e.kind WHEN 'repair-trace' THEN r.trace WHEN 'repair-revised' THEN r.revised ELSE a.response END AS text
+       FROM study_cell_examples e
+       JOIN study_attempts a ON a.study_id = e.study_id AND a.stream = e.stream
+                            AND a.question_id = e.question_id AND a.attempt = e.attempt
+       LEFT JOIN study_repairs r ON r.study_id = e.study_id AND r.question_id = e.question_id AND r.attempt = e.attempt
+      WHERE e.study_id = $1 AND e.cell_id = $2 ORDER BY e.position`,
+    [studyId, cellId],
+  );
+  return rows.map((r) => ({
+    questionId: r.question_id,
+    text: r.text,
+    correct: r.correct,
+    rewrite: r.kind === 'repair-trace',
+  }));
+}
+
+/** The report's input, read from the evaluated cells of the study. */
+export async function studyReportInput(pool: pg.Pool, studyId: string): Promise<StudyReportInput | null> {
+  const { rows: cells } = await pool.query<CellRow>(
+    `SELECT cell_id, protocol, pool, budget, seed, score FROM study_cells
+      WHERE study_id = $1 AND score IS NOT NULL ORDER BY protocol, budget, seed`,
+    [studyId],
+  );
+  if (cells.length === 0) return null;
+  const curves: ProtocolCurve[] = [];
+  for (const protocol of [...new Set(cells.map((c) => c.protocol))]) {
+    const full = cells.filter((c) => c.protocol === protocol && c.pool === 4);
+    if (full.length === 0) continue;
+    const budgets = [...new Set(full.map((c) => c.budget))].sort((a, b) => a - b);
+    const poolR = budgets.filter((r) => r <= INTRINSIC_R).at(-1) ?? budgets[0]!;
+    const measured = full.find((c) => c.budget === poolR)!;
+    const metrics = intrinsicMetrics(await poolOf(pool, studyId, measured.cell_id));
+    curves.push({
+      protocol,
+      samples: full.map((c) => ({ r: c.budget, seed: c.seed, score: c.score! })),
+      intrinsic: {
+        jaccardDistance: metrics.diversity.value,
+        correctnessNoise: metrics.noise.rate,
+        rewriteShare: metrics.rewrite.share,
+        poolR,
+      },
+    });
+  }
+  const matchedBudget: MatchedBudgetSample[] = cells
+    .filter((c) => c.protocol === 'rs' && (MATCHED_BUDGETS as readonly number[]).includes(c.pool * c.budget))
+    .map((c) => ({ q: c.pool as 1 | 2 | 4, r: c.budget, seed: c.seed, score: c.score! }));
+  const pools = new Set(matchedBudget.map((m) => m.q));
+  return {
+    title: `Scaling study ${studyId}`,
+    curves,
+    // The matched-budget comparison needs more than the full pool.
+    matchedBudget: pools.size > 1 ? matchedBudget : undefined,
+  };
+}
+
+/** Written files and a small summary for the run record. */
+export interface WrittenStudyReport {
+  readonly reportPath: string;
+  readonly summary: {
+    readonly evaluatedCells: number;
+    readonly protocols: Record<string, { budgets: number[]; bestMeanPct: number | null }>;
+  };
+}
+
+/**
+ * Fits every protocol's curve and writes `report.md` and one SVG per curve to the study's
+ * directory (atomically: a reader never sees half a report). Reading only stored cells, it can be
+ * re-run at any time, also while a study is still training.
+ */
+export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<WrittenStudyReport> {
+  const dir = studyDirectory(studyId);
+  await mkdir(dir, { recursive: true });
+  const reportPath = path.join(dir, 'report.md');
+  const input = await studyReportInput(pool, studyId);
+  if (!input) {
+    await writeAtomically(reportPath, `# Scaling study ${studyId}\n\nNo cell has been evaluated yet.\n`);
+    return { reportPath, summary: { evaluatedCells: 0, protocols: {} } };
+  }
+  const report = renderStudyReport(input);
+  for (const figure of report.figures) await writeAtomically(path.join(dir, figure.fileName), figure.svg);
+  await writeAtomically(reportPath, report.markdown);
+  const protocols: WrittenStudyReport['summary']['protocols'] = {};
+  for (const analysis of report.analyses) {
+    const best = Math.max(...analysis.budgets.map((b) => b.mean));
+    protocols[analysis.protocol] = {
+      budgets: analysis.budgets.map((b) => b.r),
+      bestMeanPct: Number.isFinite(best) ? Math.round(best * 10_000) / 100 : null,
+    };
+  }
+  const { rows } = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM study_cells WHERE study_id = $1 AND score IS NOT NULL',
+    [studyId],
+  );
+  const evaluatedCells = rows[0]!.n;
+  return { reportPath, summary: { evaluatedCells, protocols } };
+}
+
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`;
+  await writeFile(temporary, text, 'utf8');
+  await rename(temporary, file);
+}

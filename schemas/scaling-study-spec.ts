@@ -1,0 +1,173 @@
+import { z } from 'zod';
+import { PolicyBaseSchema } from './grpo-spec';
+import { ModelEndpointSchema, ModelRoleSchema, SamplingSchema } from './model-endpoint';
+
+/**
+ * Synthesis protocols of seed 002 (Sec. 6–7, App. 11.3). Each changes only p; (Q, T) stay fixed.
+ * `rs` is plain rejection sampling, the reference every other protocol is compared with.
+ */
+export const PROTOCOLS = [
+  'rs',
+  'temperature-0.6',
+  'temperature-0.001',
+  'embedding-selection',
+  'persona',
+  'judge-free',
+  'judge-free-prompt-aligned',
+  'trace-repair',
+  'trace-repair-revised-only',
+  'question-synthesis',
+] as const;
+export const ProtocolSchema = z.enum(PROTOCOLS);
+export type Protocol = z.infer<typeof ProtocolSchema>;
+
+/** Nested pool sizes of source expansion: q quarters of the full seed pool (Q1 ⊂ Q2 ⊂ Q4). */
+export const POOL_QUARTERS = [1, 2, 4] as const;
+
+const powerOfTwo = z
+  .number()
+  .int()
+  .min(1)
+  .max(1024)
+  .refine((n) => (n & (n - 1)) === 0, 'must be a power of two');
+
+const role = (temperature: number, maxTokens: number) =>
+  ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
+
+/**
+ * A synthetic-data scaling study (seed 002): one source (Q, T), the protocols to audit, response
+ * budgets r, training seeds, one SFT run per (protocol, pool, r, seed) cell and mean@k evaluation,
+ * then P(r) = P∞ − A·r^−α fits and a report. Defaults are the seed's.
+ */
+export const ScalingStudySpecSchema = z
+  .object({
+    kind: z.literal('ScalingStudy'),
+    name: z.string().min(1).max(60).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('study'),
+    questions: z
+      .object({
+        seedPool: z.string().min(1).describe('JSONL of {"id","question","answer","domain","options"?}: the source Q.'),
+        testSet: z.string().min(1).describe('JSONL of held-out test questions (same fields) for mean@k.'),
+      })
+      .strict(),
+    teacher: role(1.2, 8192).describe('T: the teacher; its temperature is the RS temperature (seed: 1.2).'),
+    judge: role(0, 16).describe('Correctness judge at temperature 0 (seed App. 11.3); exact matches skip it.'),
+    student: z
+      .object({
+        base: PolicyBaseSchema,
+        endpoint: ModelEndpointSchema.describe(
+          'Policy server in multi-run mode: the request model names the cell run (workers/trainer/README.md).',
+        ),
+      })
+      .strict(),
+    rejectionSampling: z
+      .object({
+        acceptedPerQuestion: z.number().int().min(1).max(1024).default(32).describe('R: correct responses to collect.'),
+        maxAttemptsPerQuestion: z.number().int().min(1).max(100_000).default(128),
+        attemptsPerWave: z.number().int().min(1).max(256).default(8).describe('Teacher samples drawn at once per question.'),
+      })
+      .strict()
+      .default({ acceptedPerQuestion: 32, maxAttemptsPerQuestion: 128, attemptsPerWave: 8 }),
+    budgets: z.array(powerOfTwo).min(1).max(16).default([1, 2, 4, 8, 16, 32]).describe('Per-question budgets r.'),
+    trainingSeeds: z.number().int().min(1).max(16).default(3).describe('SFT runs per cell configuration (seed: 3).'),
+    protocols: z.array(ProtocolSchema).min(1).default(['rs']),
+    sourceExpansion: z
+      .object({
+        buckets: z.array(z.number().int().min(4).max(4096)).min(1).default([4, 8, 16, 32]),
+      })
+      .strict()
+      .optional()
+      .describe('Matched-budget buckets B = q·r over nested pools Q1 ⊂ Q2 ⊂ Q4 (seed Sec. 6).'),
+    questionSynthesis: z
+      .object({
+        perSeed: z.number().int().min(1).max(64).default(4).describe('Evolved candidates drawn per seed question.'),
+        budgets: z.array(powerOfTwo).min(1).default([1, 2, 4, 8]),
+        maxSimilarity: z.number().gt(0).max(1).default(0.7).describe('Token-set Jaccard similarity filter.'),
+      })
+      .strict()
+      .default({ perSeed: 4, budgets: [1, 2, 4, 8], maxSimilarity: 0.7 }),
+    temperatures: z
+      .object({ low: z.number().min(0).max(2).default(0.6), greedy: z.number().min(0).max(2).default(0.001) })
+      .strict()
+      .default({ low: 0.6, greedy: 0.001 })
+      .describe('Sampling temperatures of the temperature-0.6 and temperature-0.001 protocols.'),
+    personas: z.string().min(1).optional().describe('Persona JSONL ({"id","persona"}) for the persona protocol.'),
+    embeddings: ModelEndpointSchema.optional().describe('Embeddings endpoint for embedding-selection.'),
+    sft: z
+      .object({
+        epochs: z.number().int().min(1).max(100).default(8),
+        learningRate: z.number().gt(0).max(1).default(5e-6),
+        minLearningRate: z.number().min(0).max(1).default(5e-7),
+        warmupRatio: z.number().min(0).max(0.5).default(0.05).describe('Share of steps with linear warm-up.'),
+        weightDecay: z.number().min(0).max(1).default(0.1),
+        globalBatch: z.number().int().min(1).max(4096).default(32),
+        maxSeqLen: z.number().int().min(16).max(131_072).default(4096),
+      })
+      .strict()
+      .default({
+        epochs: 8,
+        learningRate: 5e-6,
+        minLearningRate: 5e-7,
+        warmupRatio: 0.05,
+        weightDecay: 0.1,
+        globalBatch: 32,
+        maxSeqLen: 4096,
+      }),
+    evaluation: z
+      .object({
+        samples: z.number().int().min(1).max(64).default(8).describe('k of mean@k (seed: 8).'),
+        sampling: SamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 1024 }),
+      })
+      .strict()
+      .default({ samples: 8, sampling: { temperature: 0.7, topP: 1, maxTokens: 1024 } }),
+    concurrency: z.number().int().min(1).max(4096).default(32).describe('Questions sampled / cells trained at once.'),
+    gpuTaskQueue: z.string().min(1).default('mockworld-gpu'),
+    seed: z.number().int().min(0).default(0).describe('Seeds nested subsets, data order and persona choice.'),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    const maxBudget = Math.max(...spec.budgets);
+    if (spec.rejectionSampling.acceptedPerQuestion < maxBudget) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rejectionSampling', 'acceptedPerQuestion'],
+        message: `must be at least the largest budget (${maxBudget}): the set at budget r is the first r accepted`,
+      });
+    }
+    if (spec.protocols.includes('persona') && !spec.personas) {
+      ctx.addIssue({ code: 'custom', path: ['personas'], message: 'required by the persona protocol' });
+    }
+    if (spec.protocols.includes('embedding-selection') && !spec.embeddings) {
+      ctx.addIssue({ code: 'custom', path: ['embeddings'], message: 'required by the embedding-selection protocol' });
+    }
+    const accepted = spec.rejectionSampling.acceptedPerQuestion;
+    const largestBucket = Math.max(0, ...(spec.sourceExpansion?.buckets ?? []));
+    if (largestBucket > accepted) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sourceExpansion', 'buckets'],
+        message: `bucket ${largestBucket} needs r = ${largestBucket} on Q1, more than acceptedPerQuestion (${accepted})`,
+      });
+    }
+    if (spec.protocols.includes('question-synthesis')) {
+      const matched = 4 * Math.max(...spec.questionSynthesis.budgets);
+      if (matched > accepted) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['questionSynthesis', 'budgets'],
+          message: `the matched-budget reference needs RS at r = ${matched}, more than acceptedPerQuestion (${accepted})`,
+        });
+      }
+    }
+    spec.sourceExpansion?.buckets.forEach((bucket, i) => {
+      if (bucket % 4 !== 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sourceExpansion', 'buckets', i],
+          message: 'must be a multiple of 4 (bucket B holds q = 4, r = B/4)',
+        });
+      }
+    });
+  });
+
+/** Validated scaling-study spec. */
+export type ScalingStudySpec = z.infer<typeof ScalingStudySpecSchema>;

@@ -1,0 +1,128 @@
+import {
+  CancellationScope,
+  executeChild,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { MockworldActivities } from '../activities';
+import type { RunActivities } from '../activities/runs';
+import { studyCells, studyStreams, type Cell } from '../activities/study/grid';
+import type { ScalingStudySpec } from '../schemas/scaling-study-spec';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
+import { mapBounded } from './bounded';
+import { RunControl } from './run-control';
+import { validateSpec } from './spec-guard';
+import { cellStatesQuery, type CellState } from './study-controls';
+import { StudyCell, type CellResult } from './study-cell';
+import { StudySampling, type Derivation } from './study-sampling';
+
+const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
+
+/** What a finished study returns; tables and plots are in its report. */
+export interface StudySummary {
+  readonly cells: number;
+  readonly trained: number;
+  readonly alreadyDone: number;
+  readonly failed: number;
+  readonly reportPath: string;
+}
+
+/**
+ * A synthetic-data scaling study (seed 002): load Q and the test set, sample every teacher stream
+ * the protocols need (RS first), then train and evaluate every cell of the grid with bounded
+ * concurrency, then fit and report. Cells already evaluated (this study id, earlier runs) are
+ * skipped, so a study can be re-run or extended with more budgets or seeds and only new cells
+ * train. Pause stops new questions and cells from starting; work in flight finishes.
+ */
+export async function ScalingStudy(input: unknown): Promise<StudySummary> {
+  const spec: ScalingStudySpec = validateSpec('ScalingStudy', input);
+  const studyId = workflowInfo().workflowId;
+  const streams = studyStreams(spec);
+  const cells = studyCells(spec);
+  const control = new RunControl('ScalingStudy', streams.length + cells.length);
+  const states: Record<string, CellState> = Object.fromEntries(cells.map((c) => [c.cellId, 'queued']));
+  setHandler(cellStatesQuery, () => states);
+  let streamsDone = 0;
+  const counts = () => {
+    const byState: Record<string, number> = { streams: streamsDone };
+    for (const state of Object.values(states)) byState[state] = (byState[state] ?? 0) + 1;
+    return byState;
+  };
+  const report = (stage: string) =>
+    control.progress(streamsDone + Object.values(states).filter((s) => s === 'done' || s === 'failed').length, stage, counts());
+
+  try {
+    await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec });
+    report('loading questions');
+    await study.prepareStudy({
+      studyId,
+      seedPool: spec.questions.seedPool,
+      testSet: spec.questions.testSet,
+      personas: spec.protocols.includes('persona') ? spec.personas : undefined,
+    });
+
+    const derive: Derivation[] = [];
+    if (spec.protocols.some((p) => p === 'trace-repair' || p === 'trace-repair-revised-only')) derive.push('repair');
+    if (spec.protocols.includes('embedding-selection')) derive.push('embedding');
+    report('sampling the teacher');
+    await Promise.all(
+      streams.map(async (stream) => {
+        await control.untilResumed();
+        await executeChild(StudySampling, {
+          workflowId: `${studyId}-sample-${stream.name}`,
+          args: [{ studyId, stream, derive: stream.name === 'rs' ? derive : [], spec }],
+        });
+        streamsDone++;
+        report('sampling the teacher');
+      }),
+    );
+
+    const done = new Set(await study.finishedCells({ studyId }));
+    for (const id of done) if (id in states) states[id] = 'done';
+    const pending = cells.filter((c) => !done.has(c.cellId));
+    report('training and evaluating cells');
+    const results = await mapBounded(pending, spec.concurrency, async (cell: Cell): Promise<CellResult | 'failed'> => {
+      await control.untilResumed();
+      states[cell.cellId] = 'running';
+      report('training and evaluating cells');
+      try {
+        const result = await executeChild(StudyCell, {
+          workflowId: `${studyId}-cell-${cell.cellId}`,
+          args: [{ studyId, cell, spec }],
+        });
+        states[cell.cellId] = 'done';
+        return result;
+      } catch (error) {
+        if (isCancellation(error)) throw error;
+        states[cell.cellId] = 'failed'; // recorded in the child's history; the report lists it
+        return 'failed';
+      } finally {
+        report('training and evaluating cells');
+      }
+    });
+
+    report('fitting and writing the report');
+    const written = await study.writeStudyReport({ studyId });
+    const failed = results.filter((r) => r === 'failed').length;
+    const summary: StudySummary = {
+      cells: cells.length,
+      trained: results.length - failed,
+      alreadyDone: done.size,
+      failed,
+      reportPath: written.reportPath,
+    };
+    await recordRunFinish({ runId: studyId, state: 'completed', summary: { ...summary, ...written.summary } });
+    control.progress(streams.length + cells.length, 'done', counts());
+    control.setState('completed');
+    return summary;
+  } catch (error) {
+    if (isCancellation(error)) {
+      control.setState('cancelled');
+      await CancellationScope.nonCancellable(() => recordRunFinish({ runId: studyId, state: 'cancelled' }));
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,119 @@
+import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { MockworldActivities } from '../activities';
+import { acceptedTarget, type Stream } from '../activities/study/grid';
+import type { ScalingStudySpec } from '../schemas/scaling-study-spec';
+import { LONG_ACTIVITY } from './activity-options';
+import { mapBounded } from './bounded';
+import { statusQuery } from './controls';
+
+const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
+
+/** Question ids fetched per page (keeps every payload a few KiB). */
+const PAGE = 200;
+/** History length past which the workflow continues as new at the next page boundary. */
+const HISTORY_BUDGET = 8_000;
+
+/** Work done per question after it is sampled (only on the RS stream). */
+export type Derivation = 'repair' | 'embedding';
+
+export interface StudySamplingInput {
+  readonly studyId: string;
+  readonly stream: Stream;
+  readonly derive: readonly Derivation[];
+  readonly spec: ScalingStudySpec;
+}
+
+/** Where a sampling run is: evolving seed questions first (evolved stream), then sampling. */
+export interface SamplingProgress {
+  readonly phase: 'evolve' | 'sample';
+  readonly offset: number;
+  readonly questions: number;
+  readonly accepted: number;
+  readonly exhausted: number;
+}
+
+/**
+ * One teacher sampling stream of a study: rejection sampling of every question of its pool (for
+ * the evolved stream, the seed questions are evolved first), then the per-question derivations
+ * other protocols need (trace repair, embedding selection). Questions are paged by id, so the
+ * pool can be any size; the history continues as new before it grows past ~8k events.
+ */
+export async function StudySampling(input: StudySamplingInput, carried?: SamplingProgress): Promise<SamplingProgress> {
+  const { studyId, stream, spec } = input;
+  let progress: SamplingProgress = carried ?? {
+    phase: stream.questions === 'evolved' ? 'evolve' : 'sample',
+    offset: 0,
+    questions: 0,
+    accepted: 0,
+    exhausted: 0,
+  };
+  setHandler(statusQuery, () => ({
+    kind: 'StudySampling',
+    state: 'running',
+    done: progress.questions,
+    total: 0,
+    stage: `${stream.name}: ${progress.phase}`,
+    counts: { accepted: progress.accepted, exhausted: progress.exhausted },
+  }));
+
+  for (;;) {
+    if (workflowInfo().historyLength > HISTORY_BUDGET || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof StudySampling>(input, progress);
+    }
+    const source = progress.phase === 'evolve' ? 'seed' : stream.questions;
+    const ids = await study.listQuestionIds({ studyId, source, offset: progress.offset, limit: PAGE });
+    if (ids.length === 0) {
+      if (progress.phase === 'evolve') {
+        progress = { ...progress, phase: 'sample', offset: 0 };
+        continue;
+      }
+      return progress;
+    }
+    if (progress.phase === 'evolve') {
+      await mapBounded(ids, spec.concurrency, (questionId) =>
+        study.evolveQuestion({
+          studyId,
+          questionId,
+          teacher: spec.teacher,
+          perSeed: spec.questionSynthesis.perSeed,
+          maxSimilarity: spec.questionSynthesis.maxSimilarity,
+        }),
+      );
+      progress = { ...progress, offset: progress.offset + ids.length };
+      continue;
+    }
+    const results = await mapBounded(ids, spec.concurrency, async (questionId) => {
+      const sampled = await study.sampleQuestion({
+        studyId,
+        stream,
+        questionId,
+        teacher: spec.teacher,
+        judge: spec.judge,
+        accepted: acceptedTarget(stream, spec),
+        maxAttempts: spec.rejectionSampling.maxAttemptsPerQuestion,
+        attemptsPerWave: spec.rejectionSampling.attemptsPerWave,
+        seed: spec.seed,
+      });
+      if (input.derive.includes('repair')) {
+        await study.repairQuestion({
+          studyId,
+          questionId,
+          teacher: spec.teacher,
+          judge: spec.judge,
+          upTo: Math.max(...spec.budgets),
+        });
+      }
+      if (input.derive.includes('embedding') && spec.embeddings) {
+        await study.selectByEmbedding({ studyId, questionId, embeddings: spec.embeddings });
+      }
+      return sampled;
+    });
+    progress = {
+      ...progress,
+      offset: progress.offset + ids.length,
+      questions: progress.questions + ids.length,
+      accepted: progress.accepted + results.reduce((sum, r) => sum + r.accepted, 0),
+      exhausted: progress.exhausted + results.filter((r) => r.exhausted).length,
+    };
+  }
+}
