@@ -42,15 +42,25 @@ const role = (temperature: number, maxTokens: number) =>
 export const ScalingStudySpecSchema = z
   .object({
     kind: z.literal('ScalingStudy'),
-    name: z.string().min(1).max(60).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('study'),
+    name: z
+      .string()
+      .min(1)
+      .max(60)
+      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
+      .default('study'),
     questions: z
       .object({
-        seedPool: z.string().min(1).describe('JSONL of {"id","question","answer","domain","options"?}: the source Q.'),
+        seedPool: z
+          .string()
+          .min(1)
+          .describe('JSONL of {"id","question","answer","domain","options"?}: the source Q.'),
         testSet: z.string().min(1).describe('JSONL of held-out test questions (same fields) for mean@k.'),
       })
       .strict(),
     teacher: role(1.2, 8192).describe('T: the teacher; its temperature is the RS temperature (seed: 1.2).'),
-    judge: role(0, 16).describe('Correctness judge at temperature 0 (seed App. 11.3); exact matches skip it.'),
+    judge: role(0, 16).describe(
+      'Correctness judge at temperature 0 (seed App. 11.3); exact matches skip it.',
+    ),
     student: z
       .object({
         base: PolicyBaseSchema,
@@ -61,25 +71,58 @@ export const ScalingStudySpecSchema = z
       .strict(),
     rejectionSampling: z
       .object({
-        acceptedPerQuestion: z.number().int().min(1).max(1024).default(32).describe('R: correct responses to collect.'),
+        acceptedPerQuestion: z
+          .number()
+          .int()
+          .min(1)
+          .max(1024)
+          .default(32)
+          .describe('R: correct responses to collect.'),
         maxAttemptsPerQuestion: z.number().int().min(1).max(100_000).default(128),
-        attemptsPerWave: z.number().int().min(1).max(256).default(8).describe('Teacher samples drawn at once per question.'),
+        attemptsPerWave: z
+          .number()
+          .int()
+          .min(1)
+          .max(256)
+          .default(8)
+          .describe('Teacher samples drawn at once per question.'),
       })
       .strict()
       .default({ acceptedPerQuestion: 32, maxAttemptsPerQuestion: 128, attemptsPerWave: 8 }),
-    budgets: z.array(powerOfTwo).min(1).max(16).default([1, 2, 4, 8, 16, 32]).describe('Per-question budgets r.'),
-    trainingSeeds: z.number().int().min(1).max(16).default(3).describe('SFT runs per cell configuration (seed: 3).'),
+    budgets: z
+      .array(powerOfTwo)
+      .min(1)
+      .max(16)
+      .default([1, 2, 4, 8, 16, 32])
+      .describe('Per-question budgets r.'),
+    trainingSeeds: z
+      .number()
+      .int()
+      .min(1)
+      .max(16)
+      .default(3)
+      .describe('SFT runs per cell configuration (seed: 3).'),
     protocols: z.array(ProtocolSchema).min(1).default(['rs']),
     sourceExpansion: z
       .object({
-        buckets: z.array(z.number().int().min(4).max(4096)).min(1).default([4, 8, 16, 32]),
+        buckets: z
+          .array(z.union([z.literal(4), z.literal(8), z.literal(16), z.literal(32)]))
+          .min(1)
+          .default([4, 8, 16, 32])
+          .describe("The seed's matched budgets B = q·r (q = 4, 2, 1 quarters of Q)."),
       })
       .strict()
       .optional()
       .describe('Matched-budget buckets B = q·r over nested pools Q1 ⊂ Q2 ⊂ Q4 (seed Sec. 6).'),
     questionSynthesis: z
       .object({
-        perSeed: z.number().int().min(1).max(64).default(4).describe('Evolved candidates drawn per seed question.'),
+        perSeed: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .default(4)
+          .describe('Evolved candidates drawn per seed question.'),
         budgets: z.array(powerOfTwo).min(1).default([1, 2, 4, 8]),
         maxSimilarity: z.number().gt(0).max(1).default(0.7).describe('Token-set Jaccard similarity filter.'),
       })
@@ -90,7 +133,11 @@ export const ScalingStudySpecSchema = z
       .strict()
       .default({ low: 0.6, greedy: 0.001 })
       .describe('Sampling temperatures of the temperature-0.6 and temperature-0.001 protocols.'),
-    personas: z.string().min(1).optional().describe('Persona JSONL ({"id","persona"}) for the persona protocol.'),
+    personas: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Persona JSONL ({"id","persona"}) for the persona protocol.'),
     embeddings: ModelEndpointSchema.optional().describe('Embeddings endpoint for embedding-selection.'),
     sft: z
       .object({
@@ -119,7 +166,13 @@ export const ScalingStudySpecSchema = z
       })
       .strict()
       .default({ samples: 8, sampling: { temperature: 0.7, topP: 1, maxTokens: 1024 } }),
-    concurrency: z.number().int().min(1).max(4096).default(32).describe('Questions sampled / cells trained at once.'),
+    concurrency: z
+      .number()
+      .int()
+      .min(1)
+      .max(4096)
+      .default(32)
+      .describe('Questions sampled / cells trained at once.'),
     gpuTaskQueue: z.string().min(1).default('mockworld-gpu'),
     seed: z.number().int().min(0).default(0).describe('Seeds nested subsets, data order and persona choice.'),
   })
@@ -137,7 +190,11 @@ export const ScalingStudySpecSchema = z
       ctx.addIssue({ code: 'custom', path: ['personas'], message: 'required by the persona protocol' });
     }
     if (spec.protocols.includes('embedding-selection') && !spec.embeddings) {
-      ctx.addIssue({ code: 'custom', path: ['embeddings'], message: 'required by the embedding-selection protocol' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['embeddings'],
+        message: 'required by the embedding-selection protocol',
+      });
     }
     const accepted = spec.rejectionSampling.acceptedPerQuestion;
     const largestBucket = Math.max(0, ...(spec.sourceExpansion?.buckets ?? []));
@@ -158,15 +215,6 @@ export const ScalingStudySpecSchema = z
         });
       }
     }
-    spec.sourceExpansion?.buckets.forEach((bucket, i) => {
-      if (bucket % 4 !== 0) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['sourceExpansion', 'buckets', i],
-          message: 'must be a multiple of 4 (bucket B holds q = 4, r = B/4)',
-        });
-      }
-    });
   });
 
 /** Validated scaling-study spec. */

@@ -52,7 +52,11 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
     return byState;
   };
   const report = (stage: string) =>
-    control.progress(streamsDone + Object.values(states).filter((s) => s === 'done' || s === 'failed').length, stage, counts());
+    control.progress(
+      streamsDone + Object.values(states).filter((s) => s === 'done' || s === 'failed').length,
+      stage,
+      counts(),
+    );
 
   try {
     await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec });
@@ -65,9 +69,11 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
     });
 
     const derive: Derivation[] = [];
-    if (spec.protocols.some((p) => p === 'trace-repair' || p === 'trace-repair-revised-only')) derive.push('repair');
+    if (spec.protocols.some((p) => p === 'trace-repair' || p === 'trace-repair-revised-only'))
+      derive.push('repair');
     if (spec.protocols.includes('embedding-selection')) derive.push('embedding');
-    report('sampling the teacher');
+    const sampling = `sampling the teacher (per-question progress: query status on ${studyId}-sample-<stream>)`;
+    report(sampling);
     await Promise.all(
       streams.map(async (stream) => {
         await control.untilResumed();
@@ -76,7 +82,7 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
           args: [{ studyId, stream, derive: stream.name === 'rs' ? derive : [], spec }],
         });
         streamsDone++;
-        report('sampling the teacher');
+        report(sampling);
       }),
     );
 
@@ -84,25 +90,29 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
     for (const id of done) if (id in states) states[id] = 'done';
     const pending = cells.filter((c) => !done.has(c.cellId));
     report('training and evaluating cells');
-    const results = await mapBounded(pending, spec.concurrency, async (cell: Cell): Promise<CellResult | 'failed'> => {
-      await control.untilResumed();
-      states[cell.cellId] = 'running';
-      report('training and evaluating cells');
-      try {
-        const result = await executeChild(StudyCell, {
-          workflowId: `${studyId}-cell-${cell.cellId}`,
-          args: [{ studyId, cell, spec }],
-        });
-        states[cell.cellId] = 'done';
-        return result;
-      } catch (error) {
-        if (isCancellation(error)) throw error;
-        states[cell.cellId] = 'failed'; // recorded in the child's history; the report lists it
-        return 'failed';
-      } finally {
+    const results = await mapBounded(
+      pending,
+      spec.concurrency,
+      async (cell: Cell): Promise<CellResult | 'failed'> => {
+        await control.untilResumed();
+        states[cell.cellId] = 'running';
         report('training and evaluating cells');
-      }
-    });
+        try {
+          const result = await executeChild(StudyCell, {
+            workflowId: `${studyId}-cell-${cell.cellId}`,
+            args: [{ studyId, cell, spec }],
+          });
+          states[cell.cellId] = 'done';
+          return result;
+        } catch (error) {
+          if (isCancellation(error)) throw error;
+          states[cell.cellId] = 'failed'; // recorded in the child's history; the report lists it
+          return 'failed';
+        } finally {
+          report('training and evaluating cells');
+        }
+      },
+    );
 
     report('fitting and writing the report');
     const written = await study.writeStudyReport({ studyId });
@@ -114,7 +124,11 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       failed,
       reportPath: written.reportPath,
     };
-    await recordRunFinish({ runId: studyId, state: 'completed', summary: { ...summary, ...written.summary } });
+    await recordRunFinish({
+      runId: studyId,
+      state: 'completed',
+      summary: { ...summary, ...written.summary },
+    });
     control.progress(streams.length + cells.length, 'done', counts());
     control.setState('completed');
     return summary;

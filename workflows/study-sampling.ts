@@ -38,7 +38,10 @@ export interface SamplingProgress {
  * other protocols need (trace repair, embedding selection). Questions are paged by id, so the
  * pool can be any size; the history continues as new before it grows past ~8k events.
  */
-export async function StudySampling(input: StudySamplingInput, carried?: SamplingProgress): Promise<SamplingProgress> {
+export async function StudySampling(
+  input: StudySamplingInput,
+  carried?: SamplingProgress,
+): Promise<SamplingProgress> {
   const { studyId, stream, spec } = input;
   let progress: SamplingProgress = carried ?? {
     phase: stream.questions === 'evolved' ? 'evolve' : 'sample',
@@ -47,13 +50,19 @@ export async function StudySampling(input: StudySamplingInput, carried?: Samplin
     accepted: 0,
     exhausted: 0,
   };
+  // Live counts for the status query (in memory: queries cost no history events).
+  let inPage = { questions: 0, accepted: 0, exhausted: 0 };
   setHandler(statusQuery, () => ({
     kind: 'StudySampling',
     state: 'running',
-    done: progress.questions,
+    done: progress.questions + inPage.questions,
     total: 0,
-    stage: `${stream.name}: ${progress.phase}`,
-    counts: { accepted: progress.accepted, exhausted: progress.exhausted },
+    stage:
+      progress.phase === 'evolve' ? `${stream.name}: evolving seed questions` : `${stream.name}: sampling`,
+    counts: {
+      accepted: progress.accepted + inPage.accepted,
+      exhausted: progress.exhausted + inPage.exhausted,
+    },
   }));
 
   for (;;) {
@@ -106,6 +115,11 @@ export async function StudySampling(input: StudySamplingInput, carried?: Samplin
       if (input.derive.includes('embedding') && spec.embeddings) {
         await study.selectByEmbedding({ studyId, questionId, embeddings: spec.embeddings });
       }
+      inPage = {
+        questions: inPage.questions + 1,
+        accepted: inPage.accepted + sampled.accepted,
+        exhausted: inPage.exhausted + (sampled.exhausted ? 1 : 0),
+      };
       return sampled;
     });
     progress = {
@@ -115,5 +129,6 @@ export async function StudySampling(input: StudySamplingInput, carried?: Samplin
       accepted: progress.accepted + results.reduce((sum, r) => sum + r.accepted, 0),
       exhausted: progress.exhausted + results.filter((r) => r.exhausted).length,
     };
+    inPage = { questions: 0, accepted: 0, exhausted: 0 };
   }
 }

@@ -11,7 +11,8 @@ interface Example {
   readonly stream: string;
   readonly attempt: number;
   readonly kind: 'sample' | 'repair-trace' | 'repair-revised';
-  readonly correct: boolean;
+  /** null when the judge failed on it (only judge-free admits such attempts). */
+  readonly correct: boolean | null;
   readonly text: string;
 }
 
@@ -41,7 +42,15 @@ async function cellQuestions(pool: pg.Pool, input: BuildCellDatasetInput): Promi
   if (input.cell.protocol === 'question-synthesis') return questionsOf(pool, input.studyId, 'evolved');
   const seeds = await questionsOf(pool, input.studyId, 'seed');
   if (input.cell.pool === 4) return seeds;
-  const chosen = new Set(subsetFor(nestedSubsets(seeds.map((q) => q.questionId), input.studySeed), input.cell.pool));
+  const chosen = new Set(
+    subsetFor(
+      nestedSubsets(
+        seeds.map((q) => q.questionId),
+        input.studySeed,
+      ),
+      input.cell.pool,
+    ),
+  );
   return seeds.filter((q) => chosen.has(q.questionId));
 }
 
@@ -60,7 +69,11 @@ interface AttemptRow {
  * takes the first r attempts with each wrong one replaced by its repaired trace (or the revised
  * solution alone) when the repair is correct, and dropped when not.
  */
-async function admitted(pool: pg.Pool, input: BuildCellDatasetInput, questionIds: string[]): Promise<Example[]> {
+async function admitted(
+  pool: pg.Pool,
+  input: BuildCellDatasetInput,
+  questionIds: string[],
+): Promise<Example[]> {
   const { studyId, cell } = input;
   const stream = streamOf(cell.protocol);
   const firstR = async (filter: string): Promise<AttemptRow[]> =>
@@ -79,7 +92,7 @@ async function admitted(pool: pg.Pool, input: BuildCellDatasetInput, questionIds
     stream,
     attempt: row.attempt,
     kind: 'sample',
-    correct: row.correct === true,
+    correct: row.correct,
     text: row.response,
   });
 
@@ -110,7 +123,12 @@ async function admitted(pool: pg.Pool, input: BuildCellDatasetInput, questionIds
     case 'trace-repair':
     case 'trace-repair-revised-only': {
       const attempts = await firstR('correct IS NOT NULL');
-      const { rows: repairs } = await pool.query<{ question_id: string; attempt: number; trace: string; revised: string }>(
+      const { rows: repairs } = await pool.query<{
+        question_id: string;
+        attempt: number;
+        trace: string;
+        revised: string;
+      }>(
         `SELECT question_id, attempt, trace, revised FROM study_repairs
           WHERE study_id = $1 AND question_id = ANY($2::text[]) AND correct`,
         [studyId, questionIds],

@@ -16,14 +16,22 @@ export async function startCell(pool: pg.Pool, studyId: string, cell: Cell): Pro
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
     [studyId, cell.cellId, cell.protocol, cell.pool, cell.budget, cell.seed],
   );
-  const { rows } = await pool.query<{ score: number | null; examples: number; steps: number; finished: boolean }>(
+  const { rows } = await pool.query<{
+    score: number | null;
+    examples: number;
+    steps: number;
+    finished: boolean;
+  }>(
     `SELECT score, examples, steps, finished_at IS NOT NULL AS finished FROM study_cells
       WHERE study_id = $1 AND cell_id = $2`,
     [studyId, cell.cellId],
   );
   const row = rows[0]!;
   if (!row.finished) return { finished: false };
-  return { finished: true, result: { cellId: cell.cellId, score: row.score, examples: row.examples, steps: row.steps } };
+  return {
+    finished: true,
+    result: { cellId: cell.cellId, score: row.score, examples: row.examples, steps: row.steps },
+  };
 }
 
 /** Records the end of a cell's training (the last step's trainer metrics). Idempotent. */

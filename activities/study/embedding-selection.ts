@@ -15,7 +15,10 @@ export interface SelectByEmbeddingInput {
  * set at budget r (nested; r = 1 is RS's first accepted, r = all is RS's set). Computed once: a
  * stored order is never recomputed.
  */
-export async function selectByEmbedding(pool: pg.Pool, input: SelectByEmbeddingInput): Promise<{ selected: number }> {
+export async function selectByEmbedding(
+  pool: pg.Pool,
+  input: SelectByEmbeddingInput,
+): Promise<{ selected: number }> {
   const stored = await pool.query<{ n: number }>(
     'SELECT cardinality(selection) AS n FROM study_selections WHERE study_id = $1 AND question_id = $2',
     [input.studyId, input.questionId],
@@ -37,8 +40,17 @@ export async function selectByEmbedding(pool: pg.Pool, input: SelectByEmbeddingI
     const response = await client.embeddings.create({
       model: input.embeddings.model,
       input: rows.map((r) => r.response),
+      // Explicit: without it the SDK asks for base64 and decodes whatever comes back as base64,
+      // which turns the float arrays of servers that ignore the field into garbage vectors.
+      encoding_format: 'float',
     });
     const vectors = [...response.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+    if (vectors.length !== rows.length) {
+      // Never store a selection computed from a short answer: it would be kept for good.
+      throw new Error(
+        `the embeddings endpoint returned ${vectors.length} vectors for ${rows.length} responses`,
+      );
+    }
     // The greedy sets are nested, so the order is recovered from the sets of growing size.
     const picked = new Set<number>();
     for (let r = 1; r <= vectors.length; r++) {

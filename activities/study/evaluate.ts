@@ -97,7 +97,11 @@ export async function evaluateCell(
          FROM study_evaluations WHERE study_id = $1 AND cell_id = $2 GROUP BY question_id) q`,
     [input.studyId, input.cellId],
   );
-  const result = { score: rows[0]?.score ?? null, judged: rows[0]?.judged ?? 0, judgeFailures: rows[0]?.failed ?? 0 };
+  const result = {
+    score: rows[0]?.score ?? null,
+    judged: rows[0]?.judged ?? 0,
+    judgeFailures: rows[0]?.failed ?? 0,
+  };
   await pool.query(
     `UPDATE study_cells SET score = $3, evaluated = $4, finished_at = now() WHERE study_id = $1 AND cell_id = $2`,
     [input.studyId, input.cellId, result.score, result.judged],

@@ -44,7 +44,12 @@ export function studyStreams(spec: ScalingStudySpec): Stream[] {
   const rsTemperature = spec.teacher.sampling.temperature;
   const all: Record<Stream['name'], Stream> = {
     rs: { name: 'rs', temperature: rsTemperature, persona: false, questions: 'seed' },
-    'temperature-low': { name: 'temperature-low', temperature: spec.temperatures.low, persona: false, questions: 'seed' },
+    'temperature-low': {
+      name: 'temperature-low',
+      temperature: spec.temperatures.low,
+      persona: false,
+      questions: 'seed',
+    },
     'temperature-greedy': {
       name: 'temperature-greedy',
       temperature: spec.temperatures.greedy,
@@ -116,5 +121,7 @@ export function sftLearningRate(
   const warmup = Math.ceil(sft.warmupRatio * totalSteps);
   if (step <= warmup) return (sft.learningRate * step) / warmup;
   const progress = (step - warmup) / Math.max(1, totalSteps - warmup);
-  return sft.minLearningRate + (sft.learningRate - sft.minLearningRate) * 0.5 * (1 + Math.cos(Math.PI * progress));
+  return (
+    sft.minLearningRate + (sft.learningRate - sft.minLearningRate) * 0.5 * (1 + Math.cos(Math.PI * progress))
+  );
 }

@@ -35,16 +35,34 @@ export function createStudyActivities(databaseUrl: string, models: ModelClient) 
   return {
     /** Loads the seed pool, the test set and (persona protocol) the personas. Idempotent. */
     async prepareStudy(input: { studyId: string; seedPool: string; testSet: string; personas?: string }) {
-      const seed = await loadQuestions(pool(), { studyId: input.studyId, source: 'seed', path: input.seedPool });
-      const test = await loadQuestions(pool(), { studyId: input.studyId, source: 'test', path: input.testSet });
+      const seed = await loadQuestions(pool(), {
+        studyId: input.studyId,
+        source: 'seed',
+        path: input.seedPool,
+      });
+      const test = await loadQuestions(pool(), {
+        studyId: input.studyId,
+        source: 'test',
+        path: input.testSet,
+      });
       const personas = input.personas
-        ? await loadPersonas(pool(), { runId: input.studyId, path: input.personas, offset: 0, limit: MAX_PERSONAS })
+        ? await loadPersonas(pool(), {
+            runId: input.studyId,
+            path: input.personas,
+            offset: 0,
+            limit: MAX_PERSONAS,
+          })
         : undefined;
       return { seed, test, personas };
     },
 
     /** One page of question ids of a source, in order. */
-    async listQuestionIds(input: { studyId: string; source: 'seed' | 'test' | 'evolved'; offset: number; limit: number }) {
+    async listQuestionIds(input: {
+      studyId: string;
+      source: 'seed' | 'test' | 'evolved';
+      offset: number;
+      limit: number;
+    }) {
       const { rows } = await pool().query<{ question_id: string }>(
         `SELECT question_id FROM study_questions WHERE study_id = $1 AND source = $2
           ORDER BY idx OFFSET $3 LIMIT $4`,

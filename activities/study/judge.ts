@@ -34,7 +34,8 @@ export async function judgeResponse(
   const { question, response } = input;
   const finalAnswer = extractFinalAnswer(response, question.options ?? [])?.text ?? null;
   const fast = exactMatch(question, question.answer, response);
-  if (fast !== 'undecided') return { finalAnswer, correct: fast === 'correct', judgedBy: 'exact', judgeKey: null };
+  if (fast !== 'undecided')
+    return { finalAnswer, correct: fast === 'correct', judgedBy: 'exact', judgeKey: null };
 
   const call = {
     endpoint: resolveEndpoint(input.judge.endpoint),
@@ -42,7 +43,12 @@ export async function judgeResponse(
     runId: input.studyId,
     role: STUDY_JUDGE_ROLE,
   };
-  const prompt = await judgePrompt({ question: question.question, options: question.options, gold: question.answer, response });
+  const prompt = await judgePrompt({
+    question: question.question,
+    options: question.options,
+    gold: question.answer,
+    response,
+  });
   const messages = [{ role: 'user' as const, content: prompt }];
   const first = await models.chat({ ...call, messages });
   const firstText = first.message.content ?? '';
@@ -58,7 +64,8 @@ export async function judgeResponse(
     ],
   });
   const retried = parseJudgeVerdict(reminder.message.content ?? '');
-  if (retried !== null) return { finalAnswer, correct: retried, judgedBy: 'llm', judgeKey: reminder.cacheKey };
+  if (retried !== null)
+    return { finalAnswer, correct: retried, judgedBy: 'llm', judgeKey: reminder.cacheKey };
   await recordRejection(pool, {
     cacheKey: first.cacheKey,
     runId: input.studyId,

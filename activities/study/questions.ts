@@ -141,7 +141,11 @@ export async function questionsOf(
 }
 
 /** One question; a missing one is a bug in the caller, not a retryable condition. */
-export async function questionById(pool: pg.Pool, studyId: string, questionId: string): Promise<StudyQuestion> {
+export async function questionById(
+  pool: pg.Pool,
+  studyId: string,
+  questionId: string,
+): Promise<StudyQuestion> {
   const { rows } = await pool.query<QuestionRow>(
     `SELECT question_id, domain, question, answer, options FROM study_questions
       WHERE study_id = $1 AND question_id = $2`,

@@ -15,12 +15,12 @@ export interface RepairQuestionInput {
   readonly questionId: string;
   readonly teacher: ModelRole;
   readonly judge: ModelRole;
-  /** Only the first `upTo` RS attempts can enter a training set, so only those are repaired. */
+  /** Only the first `upTo` judged RS attempts can enter a training set, so only those are repaired. */
   readonly upTo: number;
 }
 
 /**
- * Trace repair (seed 002 Sec. 7): each wrong RS attempt among the first `upTo` is shown to the
+ * Trace repair (seed 002 Sec. 7): each wrong RS attempt among the first `upTo` judged is shown to the
  * teacher with the gold answer, which checks it and writes a fix; the trace wrong → check → fix
  * and the fix alone are stored with the judge's verdict on the fix (only correct fixes are
  * admitted). Already repaired attempts are skipped; the calls are cached.
@@ -31,9 +31,13 @@ export async function repairQuestion(
   input: RepairQuestionInput,
 ): Promise<{ repaired: number; correct: number; rejected: number }> {
   const question = await questionById(pool, input.studyId, input.questionId);
+  // The trace-repair cells at budget r take the first r *judged* RS attempts (an attempt whose
+  // verdict failed is skipped), so the window repaired is the first `upTo` judged ones too.
   const { rows: wrong } = await pool.query<{ attempt: number; response: string }>(
-    `SELECT a.attempt, a.response FROM study_attempts a
-      WHERE a.study_id = $1 AND a.stream = 'rs' AND a.question_id = $2 AND a.attempt < $3 AND a.correct = false
+    `SELECT a.attempt, a.response FROM (
+       SELECT *, row_number() OVER (ORDER BY attempt) AS rank FROM study_attempts
+        WHERE study_id = $1 AND stream = 'rs' AND question_id = $2 AND correct IS NOT NULL) a
+      WHERE a.rank <= $3 AND a.correct = false
         AND NOT EXISTS (SELECT 1 FROM study_repairs r
                          WHERE r.study_id = a.study_id AND r.question_id = a.question_id AND r.attempt = a.attempt)
       ORDER BY a.attempt`,

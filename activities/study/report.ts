@@ -5,6 +5,7 @@ import { loadEnvironment } from '../../schemas/environment';
 import { MATCHED_BUDGETS } from './analysis/budgets';
 import { intrinsicMetrics } from './analysis/intrinsic';
 import { renderStudyReport } from './analysis/report';
+import { sweepMeanGap } from './analysis/gap';
 import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from './analysis/types';
 
 /** Budget whose pool the intrinsic metrics are measured on (seed 002 reports r = 8). */
@@ -26,7 +27,12 @@ export function studyDirectory(studyId: string): string {
 
 /** The admitted texts of one cell's SFT set with their verdicts (what the intrinsic metrics read). */
 async function poolOf(pool: pg.Pool, studyId: string, cellId: string) {
-  const { rows } = await pool.query<{ question_id: string; text: string; correct: boolean; kind: string }>(
+  const { rows } = await pool.query<{
+    question_id: string;
+    text: string;
+    correct: boolean | null;
+    kind: string;
+  }>(
     `SELECT e.question_id, e.correct, e.kind,
             CASE e.kind WHEN 'repair-trace' THEN r.trace WHEN 'repair-revised' THEN r.revised ELSE a.response END AS text
        FROM study_cell_examples e
@@ -108,7 +114,7 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
   }
   const report = renderStudyReport(input);
   for (const figure of report.figures) await writeAtomically(path.join(dir, figure.fileName), figure.svg);
-  await writeAtomically(reportPath, report.markdown);
+  await writeAtomically(reportPath, report.markdown + questionSynthesisSection(input));
   const protocols: WrittenStudyReport['summary']['protocols'] = {};
   for (const analysis of report.analyses) {
     const best = Math.max(...analysis.budgets.map((b) => b.mean));
@@ -123,6 +129,37 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
   );
   const evaluatedCells = rows[0]!.n;
   return { reportPath, summary: { evaluatedCells, protocols } };
+}
+
+/**
+ * Synthesized questions read against both of the seed's references (Sec. 6, Fig. 5): RS at the
+ * same r (more SFT examples on the synthesized side) and RS at 4r (equal example counts).
+ */
+function questionSynthesisSection(input: StudyReportInput): string {
+  const points = (protocol: string) =>
+    input.curves.find((c) => c.protocol === protocol)?.samples.map((s) => ({ r: s.r, score: s.score })) ?? [];
+  const synthesized = points('question-synthesis');
+  const rs = points('rs');
+  if (synthesized.length === 0 || rs.length === 0) return '';
+  const lines = [
+    '',
+    '## Question synthesis against RS',
+    '',
+    '| reference | gap per k (pp) | sweep-mean gap (pp) |',
+    '| --- | --- | ---: |',
+  ];
+  for (const [name, factor] of [
+    ['fixed r (RS at r = k)', 1],
+    ['matched budget (RS at r = 4k)', 4],
+  ] as const) {
+    const gap = sweepMeanGap(synthesized, rs, factor);
+    lines.push(
+      gap
+        ? `| ${name} | ${gap.perBudget.map((g) => `k=${g.r}: ${g.gapPp.toFixed(2)}`).join(', ')} | ${gap.gapPp.toFixed(2)} |`
+        : `| ${name} | no shared budget evaluated yet | |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 async function writeAtomically(file: string, text: string): Promise<void> {

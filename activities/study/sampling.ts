@@ -74,7 +74,12 @@ export async function sampleQuestion(
       role: TEACHER_ROLE,
     });
     const response = answer.message.content ?? '';
-    const verdict = await judgeResponse(models, pool, { studyId: input.studyId, judge: input.judge, question, response });
+    const verdict = await judgeResponse(models, pool, {
+      studyId: input.studyId,
+      judge: input.judge,
+      question,
+      response,
+    });
     await pool.query(
       `INSERT INTO study_attempts (study_id, stream, question_id, attempt, response, final_answer, correct,
                                    judged_by, persona_id, teacher_key, judge_key)
@@ -96,9 +101,17 @@ export async function sampleQuestion(
     done.set(n, verdict.correct);
   };
 
-  // Waves start at multiples of the wave size, so the set of attempts made never depends on
-  // where a previous try was interrupted.
-  for (let start = 0; accepted() < input.accepted && start < input.maxAttempts; start += input.attemptsPerWave) {
+  // Waves start at multiples of the wave size, and whether a wave is drawn depends only on the
+  // attempts before it (all filled by then), so the set of attempts made never depends on where a
+  // previous try was interrupted: a wave cut short is completed even when the attempts it kept
+  // already reach R.
+  const acceptedBefore = (start: number) =>
+    [...done.entries()].filter(([n, correct]) => n < start && correct === true).length;
+  for (
+    let start = 0;
+    acceptedBefore(start) < input.accepted && start < input.maxAttempts;
+    start += input.attemptsPerWave
+  ) {
     const end = Math.min(start + input.attemptsPerWave, input.maxAttempts);
     const missing: number[] = [];
     for (let n = start; n < end; n++) if (!done.has(n)) missing.push(n);
@@ -113,6 +126,7 @@ async function loadPersonaIds(pool: pg.Pool, studyId: string): Promise<{ id: str
     'SELECT persona_id, persona FROM synthesis_personas WHERE run_id = $1 ORDER BY idx',
     [studyId],
   );
-  if (rows.length === 0) throw new Error(`study ${studyId} has no personas loaded: the persona protocol needs some`);
+  if (rows.length === 0)
+    throw new Error(`study ${studyId} has no personas loaded: the persona protocol needs some`);
   return rows.map((r) => ({ id: r.persona_id, persona: r.persona }));
 }

@@ -14,11 +14,14 @@ export class ProgressLine {
     const text = `${bar(fraction)} ${done}/${total} ${label}`;
     if (this.stream.isTTY) {
       this.stream.write(`\r${text.slice(0, (this.stream.columns ?? 100) - 1).padEnd(this.lastText.length)}`);
+      this.lastText = text;
     } else if (text !== this.lastText && Date.now() - this.lastPrinted >= this.intervalMs) {
+      // A log gets a line per change at most every intervalMs; a change inside the interval is
+      // printed by a later call (lastText is what was printed, not what was seen).
       this.stream.write(`${text}\n`);
       this.lastPrinted = Date.now();
+      this.lastText = text;
     }
-    this.lastText = text;
   }
 
   /** Ends the line so later output starts clean. */

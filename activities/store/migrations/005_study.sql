@@ -92,7 +92,7 @@ CREATE TABLE study_cell_examples (
   stream       text NOT NULL,
   attempt      integer NOT NULL,
   kind         text NOT NULL,                 -- sample | repair-trace | repair-revised
-  correct      boolean NOT NULL,              -- the response's final answer matched the gold answer
+  correct      boolean,                       -- the final answer matched the gold; null: judge failed
   PRIMARY KEY (study_id, cell_id, position)
 );
 

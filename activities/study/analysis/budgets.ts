@@ -97,11 +97,15 @@ export function nestedSubsets(questionIds: readonly string[], seed: number): Nes
     throw new AnalysisInputError('nestedSubsets', `seed must be a non-negative safe integer, got ${seed}`);
   const seen = new Set<string>();
   for (const id of questionIds) {
-    if (seen.has(id)) throw new AnalysisInputError('nestedSubsets', `question id ${JSON.stringify(id)} is listed twice`);
+    if (seen.has(id))
+      throw new AnalysisInputError('nestedSubsets', `question id ${JSON.stringify(id)} is listed twice`);
     seen.add(id);
   }
   if (questionIds.length < 4)
-    throw new AnalysisInputError('nestedSubsets', `Q1 holds a quarter of the pool; need ≥ 4 questions, got ${questionIds.length}`);
+    throw new AnalysisInputError(
+      'nestedSubsets',
+      `Q1 holds a quarter of the pool; need ≥ 4 questions, got ${questionIds.length}`,
+    );
   const ranked = questionIds
     .map((id) => ({ id, key: rankKey(seed, id) }))
     .sort((a, b) => a.key - b.key || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -125,14 +129,20 @@ export function subsetFor(subsets: NestedSubsets, q: PoolQuarters): readonly str
     case 4:
       return subsets.q4;
     default:
-      throw new AnalysisInputError('subsetFor', `q must be one of ${POOL_QUARTERS.join(', ')}, got ${q as number}`);
+      throw new AnalysisInputError(
+        'subsetFor',
+        `q must be one of ${POOL_QUARTERS.join(', ')}, got ${q as number}`,
+      );
   }
 }
 
 /** The three allocations of bucket B: (q = 4, r = B/4), (q = 2, r = B/2), (q = 1, r = B). */
 export function bucketCells(budget: MatchedBudget): BudgetCell[] {
   if (!(MATCHED_BUDGETS as readonly number[]).includes(budget))
-    throw new AnalysisInputError('bucketCells', `B must be one of ${MATCHED_BUDGETS.join(', ')}, got ${budget}`);
+    throw new AnalysisInputError(
+      'bucketCells',
+      `B must be one of ${MATCHED_BUDGETS.join(', ')}, got ${budget}`,
+    );
   return [
     { q: 4, r: budget / 4 },
     { q: 2, r: budget / 2 },
@@ -185,7 +195,10 @@ export function trainingPrefix<T>(questions: readonly AcceptedResponses<T>[], r:
   const seen = new Set<string>();
   for (const { questionId } of questions) {
     if (seen.has(questionId))
-      throw new AnalysisInputError('trainingPrefix', `question id ${JSON.stringify(questionId)} is listed twice`);
+      throw new AnalysisInputError(
+        'trainingPrefix',
+        `question id ${JSON.stringify(questionId)} is listed twice`,
+      );
     seen.add(questionId);
   }
   return {

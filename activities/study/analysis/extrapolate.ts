@@ -52,7 +52,8 @@ export interface HeldOutForecast {
 /** Carry: the (mean) measurement at `fromR`, extended unchanged. */
 export function carryForecast(train: readonly CurvePoint[], fromR: number): number {
   const at = train.filter((p) => p.r === fromR).map((p) => p.score);
-  if (at.length === 0) throw new AnalysisInputError('carryForecast', `no measurement at r = ${fromR} to carry`);
+  if (at.length === 0)
+    throw new AnalysisInputError('carryForecast', `no measurement at r = ${fromR} to carry`);
   return mean(at);
 }
 
@@ -91,15 +92,22 @@ export function logLinForecast(
  * other than the target are ignored. Throws {@link AnalysisInputError} when the target or
  * `trainMaxR` was not measured or fewer than 3 training budgets exist.
  */
-export function heldOutForecast(points: readonly CurvePoint[], options: ForecastOptions = {}): HeldOutForecast {
+export function heldOutForecast(
+  points: readonly CurvePoint[],
+  options: ForecastOptions = {},
+): HeldOutForecast {
   const trainMaxR = options.trainMaxR ?? DEFAULT_FORECAST.trainMaxR;
   const targetR = options.targetR ?? DEFAULT_FORECAST.targetR;
   if (!(targetR > trainMaxR))
-    throw new AnalysisInputError('heldOutForecast', `targetR (${targetR}) must exceed trainMaxR (${trainMaxR})`);
+    throw new AnalysisInputError(
+      'heldOutForecast',
+      `targetR (${targetR}) must exceed trainMaxR (${trainMaxR})`,
+    );
   checkPoints('heldOutForecast', points);
   const curve = meanCurve(points);
   const target = curve.find((p) => p.r === targetR);
-  if (!target) throw new AnalysisInputError('heldOutForecast', `no measurement at the held-out r = ${targetR}`);
+  if (!target)
+    throw new AnalysisInputError('heldOutForecast', `no measurement at the held-out r = ${targetR}`);
   const train = curve.filter((p) => p.r <= trainMaxR);
   if (!train.some((p) => p.r === trainMaxR))
     throw new AnalysisInputError('heldOutForecast', `no measurement at r = ${trainMaxR} (Carry extends it)`);

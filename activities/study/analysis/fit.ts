@@ -24,14 +24,16 @@ export const FIT_BOUNDS = {
 } as const;
 
 /**
- * Default upper end of the α search. Not a bound of the seed (it states none) but a numeric
- * search range: at α = 10, 2^−α < 0.001, so the curve is already a step from r = 1 to a flat
- * line and larger α change the residual by less than that on any grid with r ≥ 2.
+ * Default upper end of the α search. Not a bound of the seed (it states none) but where the
+ * search stops: as α → ∞ the curve tends to a step (P∞ − A at the smallest r, P∞ above it), and
+ * at α = 64 every r ≥ 2·r_min already has r^−α < 2^−64 ≈ 5e−20, so the residual equals that
+ * limit to double precision. A fit that ends here reports `atBound.alpha = 'searchMax'`: the data
+ * saturate after the first budget and α is not identified.
  */
-export const DEFAULT_ALPHA_SEARCH_MAX = 10;
+export const DEFAULT_ALPHA_SEARCH_MAX = 64;
 
 /** Default number of log-spaced α grid points before the golden-section refinement. */
-export const DEFAULT_ALPHA_GRID_SIZE = 400;
+export const DEFAULT_ALPHA_GRID_SIZE = 600;
 
 /** The fitted parameters; scores are fractions, so P∞ and A are too. */
 export interface ScalingLawParams {
@@ -185,7 +187,10 @@ export function fitScalingLaw(points: readonly CurvePoint[], options: FitOptions
   const alphaMax = options.alphaMax ?? DEFAULT_ALPHA_SEARCH_MAX;
   const gridSize = options.gridSize ?? DEFAULT_ALPHA_GRID_SIZE;
   if (!(alphaMax > FIT_BOUNDS.alphaMin))
-    throw new AnalysisInputError('fitScalingLaw', `alphaMax must exceed ${FIT_BOUNDS.alphaMin}, got ${alphaMax}`);
+    throw new AnalysisInputError(
+      'fitScalingLaw',
+      `alphaMax must exceed ${FIT_BOUNDS.alphaMin}, got ${alphaMax}`,
+    );
   if (!(Number.isInteger(gridSize) && gridSize >= 3))
     throw new AnalysisInputError('fitScalingLaw', `gridSize must be an integer ≥ 3, got ${gridSize}`);
   checkPoints('fitScalingLaw', points);
@@ -220,16 +225,29 @@ export function fitScalingLaw(points: readonly CurvePoint[], options: FitOptions
   const hi = uMin + Math.min(gridSize - 1, bestK + 1) * step;
   let u = goldenSection(profile, lo, hi);
   if (profile(u) > bestSse) u = uMin + bestK * step;
-  // Snap to a bound of the search when the refinement ends within 1e-9 (relative) of it.
-  const alpha = u - uMin < 1e-9 ? FIT_BOUNDS.alphaMin : uMax - u < 1e-9 ? alphaMax : Math.exp(u);
+  // Snap to a bound of the search when the refinement ends within 1e-9 (relative) of it, and to
+  // the search cap when the curve is already numerically the α → ∞ step (the second budget's
+  // (r/r_min)^−α below 1e-12): beyond that the residual only moves by rounding.
+  const stepRatio = rs[1]! / rs[0]!;
+  const alpha =
+    u - uMin < 1e-9
+      ? FIT_BOUNDS.alphaMin
+      : uMax - u < 1e-9 || stepRatio ** -Math.exp(u) < 1e-12
+        ? alphaMax
+        : Math.exp(u);
 
   const solution = solveBoundedLinear(
     rs.map((r) => r ** -alpha),
     ys,
   );
   const params: ScalingLawParams = { pInf: solution.pInf, a: solution.a, alpha };
-  const predictions = curve.map((p) => ({ r: p.r, observed: p.score, predicted: predictScalingLaw(params, p.r) }));
-  const maePp = (100 * predictions.reduce((s, p) => s + Math.abs(p.observed - p.predicted), 0)) / predictions.length;
+  const predictions = curve.map((p) => ({
+    r: p.r,
+    observed: p.score,
+    predicted: predictScalingLaw(params, p.r),
+  }));
+  const maePp =
+    (100 * predictions.reduce((s, p) => s + Math.abs(p.observed - p.predicted), 0)) / predictions.length;
   return {
     params,
     predictions,

@@ -10,19 +10,30 @@ import { mean, meanCurve, type CurvePoint } from './stats';
 export interface SweepGap {
   /** Mean over `perBudget` of the gap, in pp (positive: the protocol beats the reference). */
   readonly gapPp: number;
-  /** 100 · (mean_p(r) − mean_ref(r)) at each budget both curves have, ascending r. */
+  /** 100 · (mean_p(r) − mean_ref(factor·r)) at each budget both curves have, ascending r. */
   readonly perBudget: readonly { readonly r: number; readonly gapPp: number }[];
 }
 
 /**
  * Sweep-mean gap of `protocol` to `reference` in pp over the budgets both measured; null when they
  * share no budget. Points may hold one entry per training seed.
+ *
+ * `referenceFactor` (default 1) compares the protocol at r with the reference at factor·r. The
+ * seed's question synthesis (§6.1, paradigm 2; ~4× as many prompts) is read both ways: factor 1 is
+ * its fixed-r reference, factor 4 its matched-budget reference (RS at r = 4k against synthesized
+ * questions at r = k). `perBudget[i].r` is always the protocol's r.
  */
-export function sweepMeanGap(protocol: readonly CurvePoint[], reference: readonly CurvePoint[]): SweepGap | null {
+export function sweepMeanGap(
+  protocol: readonly CurvePoint[],
+  reference: readonly CurvePoint[],
+  referenceFactor = 1,
+): SweepGap | null {
+  if (!(referenceFactor > 0))
+    throw new AnalysisInputError('sweepMeanGap', `referenceFactor must be > 0, got ${referenceFactor}`);
   const ref = new Map(meanCurve(reference).map((p) => [p.r, p.score]));
   const perBudget = meanCurve(protocol)
-    .filter((p) => ref.has(p.r))
-    .map((p) => ({ r: p.r, gapPp: 100 * (p.score - ref.get(p.r)!) }));
+    .filter((p) => ref.has(referenceFactor * p.r))
+    .map((p) => ({ r: p.r, gapPp: 100 * (p.score - ref.get(referenceFactor * p.r)!) }));
   if (perBudget.length === 0) return null;
   return { gapPp: mean(perBudget.map((g) => g.gapPp)), perBudget };
 }

@@ -157,5 +157,9 @@ export interface IntrinsicMetrics {
 
 /** The three intrinsic metrics of one SFT pool (§7.1). */
 export function intrinsicMetrics(pool: readonly PoolResponse[]): IntrinsicMetrics {
-  return { diversity: meanPairwiseJaccardDistance(pool), noise: correctnessNoise(pool), rewrite: rewriteShare(pool) };
+  return {
+    diversity: meanPairwiseJaccardDistance(pool),
+    noise: correctnessNoise(pool),
+    rewrite: rewriteShare(pool),
+  };
 }

@@ -18,7 +18,11 @@ export interface CurvePlotInput {
   /** The fit on all budgets, drawn solid over the measured range; null: not drawn. */
   readonly fit: ScalingLawParams | null;
   /** The held-out fit, drawn dashed from the smallest r to `targetR`; null/absent: not drawn. */
-  readonly heldOut?: { readonly params: ScalingLawParams; readonly trainMaxR: number; readonly targetR: number } | null;
+  readonly heldOut?: {
+    readonly params: ScalingLawParams;
+    readonly trainMaxR: number;
+    readonly targetR: number;
+  } | null;
 }
 
 const WIDTH = 640;
@@ -91,19 +95,25 @@ export function renderCurveSvg(input: CurvePlotInput): string {
   );
   out.push(`<title>${escapeXml(input.title)}</title>`);
   out.push(`<rect x="0" y="0" width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`);
-  out.push(`<text x="${WIDTH / 2}" y="24" text-anchor="middle" font-size="15">${escapeXml(input.title)}</text>`);
+  out.push(
+    `<text x="${WIDTH / 2}" y="24" text-anchor="middle" font-size="15">${escapeXml(input.title)}</text>`,
+  );
 
   // Grid and y ticks.
   out.push('<g class="y-axis">');
   for (let v = yLo; v <= yHi + yStep / 1e6; v += yStep) {
     const y = num(py(v));
     out.push(`<line x1="${MARGIN.left}" y1="${y}" x2="${right}" y2="${y}" stroke="#e5e5e5"/>`);
-    out.push(`<text x="${MARGIN.left - 6}" y="${y}" text-anchor="end" dominant-baseline="middle">${num(v)}</text>`);
+    out.push(
+      `<text x="${MARGIN.left - 6}" y="${y}" text-anchor="end" dominant-baseline="middle">${num(v)}</text>`,
+    );
   }
   out.push('</g>');
   // x ticks at every budget shown (log2 axis).
   out.push('<g class="x-axis">');
-  for (const r of [...new Set([...rs, ...(input.heldOut ? [input.heldOut.targetR] : [])])].sort((a, b) => a - b)) {
+  for (const r of [...new Set([...rs, ...(input.heldOut ? [input.heldOut.targetR] : [])])].sort(
+    (a, b) => a - b,
+  )) {
     const x = num(px(r));
     out.push(`<line x1="${x}" y1="${bottom}" x2="${x}" y2="${bottom + 5}" stroke="#333333"/>`);
     out.push(`<text x="${x}" y="${bottom + 18}" text-anchor="middle">${num(r)}</text>`);
@@ -120,7 +130,9 @@ export function renderCurveSvg(input: CurvePlotInput): string {
     `<polyline class="${cls}" fill="none" ${extra} points="${points.map((p) => `${num(px(p.r))},${num(py(p.pct))}`).join(' ')}"/>`;
   if (fitCurve.length) out.push(polyline(fitCurve, 'fit', 'stroke="#d62728" stroke-width="2"'));
   if (heldOutCurve.length)
-    out.push(polyline(heldOutCurve, 'held-out-fit', 'stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="6 4"'));
+    out.push(
+      polyline(heldOutCurve, 'held-out-fit', 'stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="6 4"'),
+    );
 
   // Points with ± std error bars.
   out.push('<g class="points">');
@@ -129,7 +141,9 @@ export function renderCurveSvg(input: CurvePlotInput): string {
     if (b.std !== null && b.std > 0) {
       const y1 = num(py(100 * (b.mean - b.std)));
       const y2 = num(py(100 * (b.mean + b.std)));
-      out.push(`<line class="error-bar" x1="${num(x)}" y1="${y1}" x2="${num(x)}" y2="${y2}" stroke="#1f77b4"/>`);
+      out.push(
+        `<line class="error-bar" x1="${num(x)}" y1="${y1}" x2="${num(x)}" y2="${y2}" stroke="#1f77b4"/>`,
+      );
       for (const y of [y1, y2])
         out.push(`<line x1="${num(x - 4)}" y1="${y}" x2="${num(x + 4)}" y2="${y}" stroke="#1f77b4"/>`);
     }
@@ -142,10 +156,16 @@ export function renderCurveSvg(input: CurvePlotInput): string {
   const lx = MARGIN.left;
   let ly = bottom + 62;
   const entry = (swatch: (y: number) => string, text: string) => {
-    entries.push(swatch(ly), `<text x="${lx + 28}" y="${ly}" dominant-baseline="middle">${escapeXml(text)}</text>`);
+    entries.push(
+      swatch(ly),
+      `<text x="${lx + 28}" y="${ly}" dominant-baseline="middle">${escapeXml(text)}</text>`,
+    );
     ly += 16;
   };
-  entry((y) => `<circle cx="${lx + 10}" cy="${y}" r="4" fill="#1f77b4"/>`, `${input.label} (mean ± std over seeds)`);
+  entry(
+    (y) => `<circle cx="${lx + 10}" cy="${y}" r="4" fill="#1f77b4"/>`,
+    `${input.label} (mean ± std over seeds)`,
+  );
   if (input.fit) {
     const { pInf, a, alpha } = input.fit;
     entry(

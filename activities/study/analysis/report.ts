@@ -22,7 +22,8 @@ import {
 } from './types';
 
 /** A result, or why it could not be computed for this curve (e.g. too few budgets). */
-export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
+export type Outcome<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
 
 /** Everything computed for one protocol. */
 export interface ProtocolAnalysis {
@@ -69,7 +70,8 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const row = (cells: readonly string[]) => `| ${cells.map(cell).join(' | ')} |`;
 const table = (header: readonly string[], rows: readonly (readonly string[])[]) =>
   [row(header), row(header.map(() => '---')), ...rows.map(row)].join('\n');
-const meanStd = (b: BudgetSummary) => (b.std === null ? `${pct(b.mean)} (n=1)` : `${pct(b.mean)} ± ${pct(b.std)}`);
+const meanStd = (b: BudgetSummary) =>
+  b.std === null ? `${pct(b.mean)} (n=1)` : `${pct(b.mean)} ± ${pct(b.std)}`;
 
 /** Computes fit, forecast, gap and summaries of every curve of a validated input. */
 export function analyzeStudy(data: StudyReportData): ProtocolAnalysis[] {
@@ -84,7 +86,9 @@ export function analyzeStudy(data: StudyReportData): ProtocolAnalysis[] {
       fit: attempt(() => fitScalingLaw(points)),
       forecast: attempt(() => heldOutForecast(points, data.forecast)),
       gapToReference:
-        referencePoints && curve.protocol !== data.referenceProtocol ? sweepMeanGap(points, referencePoints) : null,
+        referencePoints && curve.protocol !== data.referenceProtocol
+          ? sweepMeanGap(points, referencePoints)
+          : null,
       intrinsic: curve.intrinsic ?? null,
     };
   });
@@ -121,7 +125,12 @@ function matchedBudgetTable(samples: readonly MatchedBudgetSample[]): string {
 
 /** A file-name-safe slug of a protocol id. */
 function slug(protocol: string): string {
-  return protocol.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'curve';
+  return (
+    protocol
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'curve'
+  );
 }
 
 /**
@@ -212,7 +221,16 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
   }
   md.push(
     table(
-      ['protocol', 'observed (%)', 'Fit (%)', 'Fit err (pp)', 'Carry (%)', 'Carry err (pp)', 'LogLin (%)', 'LogLin err (pp)'],
+      [
+        'protocol',
+        'observed (%)',
+        'Fit (%)',
+        'Fit err (pp)',
+        'Carry (%)',
+        'Carry err (pp)',
+        'LogLin (%)',
+        'LogLin err (pp)',
+      ],
       forecastRows,
     ),
     '',
@@ -226,7 +244,8 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
       'Gap: mean over the budgets both curves measured of the score difference.',
     '',
   );
-  const opt = (v: number | null | undefined, f: (x: number) => string) => (v === null || v === undefined ? '—' : f(v));
+  const opt = (v: number | null | undefined, f: (x: number) => string) =>
+    v === null || v === undefined ? '—' : f(v);
   md.push(
     table(
       ['protocol', 'Jaccard distance', 'noise (%)', 'rewrite (%)', 'pool r', 'gap (pp)', 'budgets'],
@@ -249,14 +268,20 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
   const gaps = analyses.flatMap((a) => (a.gapToReference ? [a.gapToReference] : []));
   if (gaps.length) {
     const aggregate = aggregateGap(gaps);
-    md.push(`Aggregate gap over all ${aggregate.points} method–budget points: ${pp(aggregate.gapPp)} pp.`, '');
+    md.push(
+      `Aggregate gap over all ${aggregate.points} method–budget points: ${pp(aggregate.gapPp)} pp.`,
+      '',
+    );
   } else if (!reference) {
     md.push(`No curve of the reference protocol \`${data.referenceProtocol}\`: gaps not computed.`, '');
   }
 
   if (data.matchedBudget && data.matchedBudget.length) {
     md.push('## Matched-budget buckets B = q·r', '');
-    md.push('Q1 ⊂ Q2 ⊂ Q4 hold a quarter, a half and all of the seed questions; each bucket has |Q4|·B/4 examples.', '');
+    md.push(
+      'Q1 ⊂ Q2 ⊂ Q4 hold a quarter, a half and all of the seed questions; each bucket has |Q4|·B/4 examples.',
+      '',
+    );
     md.push(matchedBudgetTable(data.matchedBudget), '');
   }
 

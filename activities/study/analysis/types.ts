@@ -86,7 +86,11 @@ export const StudyReportInputSchema = z
     const seen = new Set<string>();
     input.curves.forEach((curve, i) => {
       if (seen.has(curve.protocol))
-        ctx.addIssue({ code: 'custom', path: ['curves', i, 'protocol'], message: `duplicate protocol ${curve.protocol}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['curves', i, 'protocol'],
+          message: `duplicate protocol ${curve.protocol}`,
+        });
       seen.add(curve.protocol);
     });
   });

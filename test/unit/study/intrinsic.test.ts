@@ -54,14 +54,22 @@ describe('token-set Jaccard distance', () => {
 
 describe('correctness noise and rewrite share', () => {
   it('is the share of judged responses with a wrong final answer', () => {
-    const n = correctnessNoise([{ correct: true }, { correct: false }, { correct: false }, { correct: null }, { correct: true }]);
+    const n = correctnessNoise([
+      { correct: true },
+      { correct: false },
+      { correct: false },
+      { correct: null },
+      { correct: true },
+    ]);
     expect(n).toEqual({ rate: 0.5, wrong: 2, judged: 4, unjudged: 1 });
     expect(correctnessNoise([]).rate).toBeNull();
     expect(correctnessNoise([{ correct: null }]).rate).toBeNull();
   });
 
   it('is the share of wrong → check → fix traces in the pool', () => {
-    expect(rewriteShare([{ rewrite: true }, { rewrite: false }, { rewrite: false }, { rewrite: false }])).toEqual({
+    expect(
+      rewriteShare([{ rewrite: true }, { rewrite: false }, { rewrite: false }, { rewrite: false }]),
+    ).toEqual({
       share: 0.25,
       rewrites: 1,
       total: 4,
@@ -105,9 +113,26 @@ describe('sweep-mean gap to RS', () => {
     expect(sweepMeanGap([{ r: 32, score: 0.5 }], rs)).toBeNull();
   });
 
+  it('compares against the reference at 4·r for the matched-budget reading of question synthesis', () => {
+    const rs = [1, 2, 4, 8, 16, 32].map((r) => ({ r, score: 0.4 + 0.01 * Math.log2(r) }));
+    const synthesized = [1, 2, 4, 8].map((r) => ({ r, score: 0.425 }));
+    // Fixed r: 42.5 − (40, 41, 42, 43) → mean +1.0; matched budget: 42.5 − (42, 43, 44, 45) → −1.0.
+    expect(sweepMeanGap(synthesized, rs)!.gapPp).toBeCloseTo(1, 10);
+    const matched = sweepMeanGap(synthesized, rs, 4)!;
+    expect(matched.perBudget.map((g) => g.r)).toEqual([1, 2, 4, 8]);
+    expect(matched.gapPp).toBeCloseTo(-1, 10);
+  });
+
   it('pools all method–budget points for the aggregate', () => {
     const a = { gapPp: 1, perBudget: [{ r: 1, gapPp: 1 }] };
-    const b = { gapPp: -1, perBudget: [{ r: 1, gapPp: -2 }, { r: 2, gapPp: 0 }, { r: 4, gapPp: -1 }] };
+    const b = {
+      gapPp: -1,
+      perBudget: [
+        { r: 1, gapPp: -2 },
+        { r: 2, gapPp: 0 },
+        { r: 4, gapPp: -1 },
+      ],
+    };
     // Points 1, −2, 0, −1 → −0.5 (the mean of the sweep means would be 0).
     expect(aggregateGap([a, b])).toEqual({ gapPp: -0.5, points: 4 });
   });

@@ -21,7 +21,12 @@ const PERSONA = { pInf: 0.61, a: 0.25, alpha: 0.5 };
 const input: StudyReportInput = {
   title: 'Physics | T_DS → S_Q7',
   curves: [
-    { protocol: 'rs', label: 'RS', samples: sweep(RS), intrinsic: { jaccardDistance: 0.48, correctnessNoise: 0.033 } },
+    {
+      protocol: 'rs',
+      label: 'RS',
+      samples: sweep(RS),
+      intrinsic: { jaccardDistance: 0.48, correctnessNoise: 0.033 },
+    },
     {
       protocol: 'persona',
       label: 'Persona <PersonaHub> & co',
@@ -95,9 +100,9 @@ describe('study report', () => {
 
   it('renders the Fit, Carry and LogLin forecasts of r = 32 and their pooled MAE', () => {
     const f = heldOutForecast(sweep(RS));
-    const row = lines.find((l) => l.startsWith('| RS | 43.81 |'));
+    const row = lines.find((l) => l.startsWith('| RS | 57.58 |'));
     expect(row).toBe(
-      `| RS | 43.81 | ${(100 * f.fit.prediction).toFixed(2)} | ${f.fit.absErrorPp.toFixed(2)} | ` +
+      `| RS | 57.58 | ${(100 * f.fit.prediction).toFixed(2)} | ${f.fit.absErrorPp.toFixed(2)} | ` +
         `${(100 * f.carry.prediction).toFixed(2)} | ${f.carry.absErrorPp.toFixed(2)} | ` +
         `${(100 * f.logLin.prediction).toFixed(2)} | ${f.logLin.absErrorPp.toFixed(2)} |`,
     );
@@ -108,9 +113,16 @@ describe('study report', () => {
 
   it('renders intrinsic metrics, the sweep-mean gap to RS and the aggregate gap', () => {
     // Persona is 1 pp below RS at every budget; markdown pipes in labels are escaped.
-    expect(lines).toContain('| Persona <PersonaHub> & co | 0.550 | 3.1 | 0.0 | 32 | -1.00 | 1, 2, 4, 8, 16, 32 |');
+    expect(lines).toContain(
+      '| Persona <PersonaHub> & co | 0.550 | 3.1 | 0.0 | 32 | -1.00 | 1, 2, 4, 8, 16, 32 |',
+    );
     expect(lines).toContain('| RS | 0.480 | 3.3 | — | — | reference | — |');
-    expect(report.markdown).toContain('Aggregate gap over all 8 method–budget points: -1.00 pp.');
+    // `short` (r = 1, 2; one seed): 30 − 37 = −7 and 35 − 44.32 = −9.32 pp; with Persona's six
+    // points of −1 pp: (−6 − 7 − 9.32) / 8 = −2.79 pp.
+    expect(lines).toContain('| short | — | — | — | — | -8.16 | 1, 2 |');
+    const shortAt2 = 35 - 100 * predictScalingLaw(RS, 2);
+    expect(((-6 - 7 + shortAt2) / 8).toFixed(2)).toBe('-2.79');
+    expect(report.markdown).toContain('Aggregate gap over all 8 method–budget points: -2.79 pp.');
     expect(lines[0]).toBe('# Physics | T_DS → S_Q7');
   });
 
@@ -121,7 +133,11 @@ describe('study report', () => {
   });
 
   it('renders one well-formed SVG per curve with points, error bars, the fitted curve and labels', () => {
-    expect(report.figures.map((f) => f.fileName)).toEqual(['curve-rs.svg', 'curve-persona.svg', 'curve-short.svg']);
+    expect(report.figures.map((f) => f.fileName)).toEqual([
+      'curve-rs.svg',
+      'curve-persona.svg',
+      'curve-short.svg',
+    ]);
     const svg = report.figures[0]!.svg;
     const tags = checkWellFormed(svg);
     expect(tags[0]).toBe('svg');
@@ -141,7 +157,9 @@ describe('study report', () => {
       expect(fit[i]![1]).toBeLessThanOrEqual(fit[i - 1]![1]);
     }
     // Points on log2 axis: equal spacing between successive doublings.
-    const cx = [...svg.matchAll(/<circle cx="([\d.]+)" cy="[\d.]+" r="4"/g)].map((m) => Number(m[1])).slice(0, 6);
+    const cx = [...svg.matchAll(/<circle cx="([\d.]+)" cy="[\d.]+" r="4"/g)]
+      .map((m) => Number(m[1]))
+      .slice(0, 6);
     const gaps = cx.slice(1).map((x, i) => x - cx[i]!);
     for (const g of gaps) expect(g).toBeCloseTo(gaps[0]!, 1);
     expect(points(svg, 'held-out-fit')).not.toBeNull();
@@ -177,9 +195,11 @@ describe('study report', () => {
     } catch (error) {
       expect((error as ZodError).issues[0]!.path).toEqual(['curves', 0, 'samples', 0, 'score']);
     }
-    expect(() => renderStudyReport({ ...input, matchedBudget: [{ q: 4, r: 16, seed: 0, score: 0.5 }] })).toThrow(
-      ZodError,
+    expect(() =>
+      renderStudyReport({ ...input, matchedBudget: [{ q: 4, r: 16, seed: 0, score: 0.5 }] }),
+    ).toThrow(ZodError);
+    expect(() => renderStudyReport({ ...input, curves: [input.curves[0]!, input.curves[0]!] })).toThrow(
+      /duplicate/,
     );
-    expect(() => renderStudyReport({ ...input, curves: [input.curves[0]!, input.curves[0]!] })).toThrow(/duplicate/);
   });
 });
