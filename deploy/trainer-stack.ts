@@ -27,7 +27,8 @@ async function answers(url: string): Promise<boolean> {
  */
 export async function trainerUp(log: (line: string) => void, env: Environment): Promise<void> {
   const venv = spawnSync('bash', [path.join(REPO_ROOT, 'deploy', 'trainer-venv.sh')], { stdio: 'inherit' });
-  if (venv.status !== 0) throw new Error('could not build the trainer venv (deploy/trainer-venv.sh); see above');
+  if (venv.status !== 0)
+    throw new Error('could not build the trainer venv (deploy/trainer-venv.sh); see above');
   const python = path.join(REPO_ROOT, '.venv-trainer', 'bin', 'python');
   const worker = managedProcess(env.MOCKWORLD_HOME, 'trainer-worker');
   if (await livePid(worker)) log(`trainer    already running (log ${worker.logFile})`);
@@ -44,13 +45,22 @@ export async function trainerUp(log: (line: string) => void, env: Environment): 
   await spawnDetached(
     server,
     python,
-    ['-m', 'workers.trainer.policy_server', '--any-run', '--base', 'tiny', '--port', String(env.MOCKWORLD_POLICY_PORT)],
+    [
+      '-m',
+      'workers.trainer.policy_server',
+      '--any-run',
+      '--base',
+      'tiny',
+      '--port',
+      String(env.MOCKWORLD_POLICY_PORT),
+    ],
     REPO_ROOT,
   );
   const deadline = Date.now() + 120_000;
   while (!(await answers(`${url}/models`))) {
     if (!(await livePid(server))) throw new Error(`the policy server exited; see ${server.logFile}`);
-    if (Date.now() > deadline) throw new Error(`the policy server did not answer in 120 s; see ${server.logFile}`);
+    if (Date.now() > deadline)
+      throw new Error(`the policy server did not answer in 120 s; see ${server.logFile}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   log(`policy     ${url}  serves every run's latest checkpoint by model name`);

@@ -19,6 +19,14 @@ export const PolicyBaseSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
+/** The fields the cross-field checks of {@link GrpoSpecSchema} read. */
+const CrossFieldsSchema = z.object({
+  globalBatch: z.number().int().min(1),
+  miniBatch: z.number().int().min(1),
+  evaluateEvery: z.number().int().min(0),
+  dataset: z.object({ heldOutTasks: z.number().int().min(0) }),
+});
+
 /**
  * GRPO training in the mock world with rubric rewards (seed 000 §3.2–3.4, App. A). Defaults are
  * the seed's: global batch 128 tasks, PPO mini-batch 16, n = 16 rollouts per task, 16 turns,
@@ -59,18 +67,22 @@ export const GrpoSpecSchema = z
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
   })
   .strict()
-  .superRefine((spec, ctx) => {
-    if (spec.globalBatch % spec.miniBatch !== 0) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['miniBatch'],
-        message: `must divide globalBatch (${spec.globalBatch}); e.g. ${largestDivisorAtMost(spec.globalBatch, spec.miniBatch)}`,
-      });
-    }
-    if (spec.evaluateEvery > 0 && spec.dataset.heldOutTasks === 0) {
-      ctx.addIssue({ code: 'custom', path: ['dataset', 'heldOutTasks'], message: 'must be > 0 when evaluateEvery is set' });
-    }
-  });
+  .superRefine(
+    (spec, ctx) => {
+      if (spec.globalBatch % spec.miniBatch !== 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['miniBatch'],
+          message: `must divide globalBatch (${spec.globalBatch}); e.g. ${largestDivisorAtMost(spec.globalBatch, spec.miniBatch)}`,
+        });
+      }
+      if (spec.evaluateEvery > 0 && spec.dataset.heldOutTasks === 0) {
+        ctx.addIssue({ code: 'custom', path: ['dataset', 'heldOutTasks'], message: 'must be > 0 when evaluateEvery is set' });
+      }
+    },
+    // Also run when other fields are bad, so one error names every problem; the fields read here must be sound.
+    { when: (payload) => CrossFieldsSchema.safeParse(payload.value).success },
+  );
 
 function largestDivisorAtMost(n: number, atMost: number): number {
   for (let d = Math.min(n, atMost); d > 1; d--) if (n % d === 0) return d;

@@ -23,10 +23,32 @@ export class SpecValidationError extends Error {
   }
 }
 
-/** Flattens zod issues (including nested union branches) into path/message pairs. */
+/** Issues listed at most, and characters of a path or message kept: a hostile document stays a short error. */
+const MAX_ISSUES = 50;
+const MAX_ISSUE_CHARS = 300;
+
+/** A path or message cut to a bounded length (a 10 MB key must not become a 10 MB failure). */
+export function boundedText(text: string, max = MAX_ISSUE_CHARS): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
+/** Flattens zod issues (including nested union branches) into path/message pairs, bounded. */
 export function specIssues(error: z.ZodError): SpecIssue[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.map(String).join('.'),
-    message: issue.message,
-  }));
+  return boundIssues(
+    error.issues.map((issue) => ({
+      path: issue.path.map(String).join('.'),
+      message: issue.message,
+    })),
+  );
+}
+
+/** At most {@link MAX_ISSUES} issues, each path and message bounded; the rest are counted. */
+export function boundIssues(issues: readonly SpecIssue[]): SpecIssue[] {
+  const shown = issues
+    .slice(0, MAX_ISSUES)
+    .map((i) => ({ path: boundedText(i.path), message: boundedText(i.message) }));
+  if (issues.length > MAX_ISSUES) {
+    shown.push({ path: '', message: `… and ${issues.length - MAX_ISSUES} more problems` });
+  }
+  return shown;
 }

@@ -1,9 +1,11 @@
 import { fileURLToPath } from 'node:url';
+import type { PayloadCodec } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
 import { createActivities } from '../activities';
 import { closePools } from '../activities/store/db';
 import { migrate } from '../activities/store/migrate';
 import { loadEnvironment } from '../schemas/environment';
+import { payloadCodecFromEnvironment, withPayloadCodec } from './codec/payload-codec';
 
 /** The module that exports every mockworld workflow; point your own bundle at it to combine. */
 export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -12,6 +14,11 @@ export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/inde
 export interface MockworldPluginOptions {
   /** PostgreSQL for runs, caches and datasets. Default: `DATABASE_URL`, else the local server. */
   readonly databaseUrl?: string;
+  /**
+   * Encrypts every payload of the worker (and of a client given this plugin). Default: AES-256-GCM
+   * when `MOCKWORLD_PAYLOAD_KEY` is set, else none; `null`: none whatever the environment.
+   */
+  readonly payloadCodec?: PayloadCodec | null;
 }
 
 /**
@@ -26,8 +33,10 @@ export interface MockworldPluginOptions {
 export class MockworldPlugin extends SimplePlugin {
   constructor(options: MockworldPluginOptions = {}) {
     const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
+    const codec = options.payloadCodec === undefined ? payloadCodecFromEnvironment() : options.payloadCodec;
     super({
       name: 'mockworld',
+      ...(codec ? { dataConverter: (existing) => withPayloadCodec(existing, codec)! } : {}),
       workflowsPath: (existing) => existing ?? MOCKWORLD_WORKFLOWS_PATH,
       activities: createActivities({ databaseUrl }),
       runContext: async (next) => {

@@ -27,7 +27,10 @@ export interface TrainerStepResult {
 export interface TrainerActivities {
   'trainer.grpoStep'(input: TrainerStepInput): Promise<TrainerStepResult>;
   'trainer.sftStep'(input: TrainerStepInput): Promise<TrainerStepResult>;
-  'trainer.saveCheckpoint'(input: { run_id: string; step?: number }): Promise<{ step: number; model_path: string }>;
+  'trainer.saveCheckpoint'(input: {
+    run_id: string;
+    step?: number;
+  }): Promise<{ step: number; model_path: string }>;
 }
 
 /**

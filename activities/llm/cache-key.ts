@@ -14,11 +14,14 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
     const source = value as Record<string, unknown>;
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(source).sort()) {
-      if (source[key] !== undefined) sorted[key] = sortKeys(source[key]);
-    }
-    return sorted;
+    // fromEntries defines own properties: assigning `sorted["__proto__"]` would set the prototype
+    // instead and drop the key, so {"__proto__": x, "a": 1} and {"a": 1} would hash the same.
+    return Object.fromEntries(
+      Object.keys(source)
+        .sort()
+        .filter((key) => source[key] !== undefined)
+        .map((key) => [key, sortKeys(source[key])]),
+    );
   }
   return value;
 }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { storableJson, storableText } from '../store/storable';
 import type { CallIdentity } from './cache-key';
 import type { ChatCompletionMessage, RoleUsage } from './types';
 
@@ -102,13 +103,12 @@ export async function storeCall(
 }
 
 /**
- * JSON text PostgreSQL accepts as jsonb: jsonb cannot hold U+0000, which a model can emit, so it
- * is replaced by U+FFFD rather than failing the call after it was paid for.
+ * JSON text PostgreSQL accepts as jsonb: jsonb cannot hold U+0000 or an unpaired surrogate, which
+ * a model (or a broken server, in any key of the message) can emit, so each is replaced by U+FFFD
+ * rather than failing the call after it was paid for.
  */
 function jsonbText(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    typeof v === 'string' ? v.replaceAll('\u0000', '\uFFFD') : v,
-  );
+  return JSON.stringify(storableJson(value));
 }
 
 /** A structured output rejected after repair. */
@@ -135,7 +135,7 @@ export async function recordRejection(pool: pg.Pool, rejection: Rejection): Prom
       rejection.role ?? null,
       rejection.schemaName,
       rejection.reason,
-      rejection.rawOutput.slice(0, REJECTION_RAW_LIMIT).replaceAll('\u0000', '\uFFFD'),
+      storableText(rejection.rawOutput.slice(0, REJECTION_RAW_LIMIT)),
     ],
   );
 }

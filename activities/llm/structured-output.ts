@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableJson } from '../store/storable';
 import type { RejectionReason } from './errors';
 import type { ChatCompletionMessage } from './types';
 
@@ -147,7 +148,8 @@ export function checkStructured<S extends z.ZodType>(
     const suffix = finishReason === 'length' ? ' (generation stopped at the token limit)' : '';
     return { ok: false, reason, detail: bounded(extracted.detail + suffix) };
   }
-  const parsed = schema.safeParse(extracted.value);
+  // JSON escapes can spell NUL or a lone surrogate, which no stage could then store.
+  const parsed = schema.safeParse(storableJson(extracted.value));
   if (!parsed.success)
     return { ok: false, reason: 'schema_invalid', detail: bounded(describeIssues(parsed.error)) };
   return { ok: true, value: parsed.data };

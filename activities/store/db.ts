@@ -91,6 +91,7 @@ export async function ensureDatabase(url: string): Promise<void> {
 export async function dropDatabase(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new Error(`Unsupported database name: "${name}"`);
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
@@ -13,6 +14,20 @@ export interface ExportResult {
 }
 
 const BATCH = 200;
+
+/**
+ * The folder name of a run's dataset under `<MOCKWORLD_HOME>/datasets/`. A workflow id is any
+ * text (`/`, `..`, quotes), so one that is not a plain file name is made one (unsafe characters
+ * replaced, plus a hash of the id to keep ids apart): an id must never place files outside.
+ */
+export function datasetDirectoryName(runId: string): string {
+  if (/^[A-Za-z0-9_.-]{1,200}$/.test(runId) && !/^\.+$/.test(runId)) return runId;
+  const plain = runId
+    .replace(/[^A-Za-z0-9_.-]/g, '_')
+    .replace(/^\.+/, '_')
+    .slice(0, 100);
+  return `${plain}-${createHash('sha256').update(runId).digest('hex').slice(0, 12)}`;
+}
 
 /**
  * Writes the kept tasks of a run in two layouts (see README "Dataset format"):

@@ -5,7 +5,7 @@ import type { SynthesisSpec } from '../../schemas/synthesis-spec';
 import type { ModelClient } from '../llm';
 import { getPool } from '../store/db';
 import { createEpisodeRunner, type EpisodeSummary } from '../world';
-import { exportRunDataset } from './export';
+import { datasetDirectoryName, exportRunDataset } from './export';
 import { loadPersonas, type LoadPersonasInput } from './personas';
 import { synthesisReport } from './report';
 import { createStageActivities } from './stages';
@@ -60,7 +60,7 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     /** Writes the statistics report and the exported dataset, and marks the run completed. */
     async finishSynthesis({ runId }: { runId: string }): Promise<{ directory: string; kept: number }> {
       const report = await synthesisReport(pool(), runId);
-      const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', runId);
+      const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', datasetDirectoryName(runId));
       const exported = await exportRunDataset(pool(), runId, directory);
       await pool().query(
         `UPDATE runs SET status = 'completed', summary = $2, updated_at = now() WHERE run_id = $1`,

@@ -1,10 +1,13 @@
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import type pg from 'pg';
+import { hasUnstorable } from '../store/storable';
 
 /** Longest persona accepted, in characters; longer ones are refused, never cut. */
 export const MAX_PERSONA_CHARS = 4_000;
+
+/** Longest persona id accepted; ids become parts of task rows and logs. */
+export const MAX_PERSONA_ID_CHARS = 200;
 
 /** Input of {@link loadPersonas}. */
 export interface LoadPersonasInput {
@@ -34,37 +37,92 @@ function checkLine(text: string): { id: string; persona: string } | string {
   if ((typeof id !== 'string' && typeof id !== 'number') || String(id).trim() === '') return 'missing id';
   if (typeof persona !== 'string' || persona.trim() === '') return 'empty persona';
   if (persona.length > MAX_PERSONA_CHARS) return `persona longer than ${MAX_PERSONA_CHARS} characters`;
+  if (String(id).length > MAX_PERSONA_ID_CHARS) return `id longer than ${MAX_PERSONA_ID_CHARS} characters`;
+  // PostgreSQL text cannot hold NUL; an unpaired surrogate would be stored altered (U+FFFD).
+  if (hasUnstorable(String(id)) || hasUnstorable(persona)) return 'NUL or unpaired surrogate character';
   return { id: String(id), persona: persona.trim() };
+}
+
+/** Longest persona line read, in bytes; longer lines are refused without being held in memory. */
+export const MAX_PERSONA_LINE_BYTES = 64 * 1024;
+
+/** Refused lines recorded one by one, at most; beyond it they are only counted. */
+export const MAX_RECORDED_REFUSALS = 10_000;
+
+/**
+ * The lines of a file, each as text, or `null` for a line longer than `maxBytes` (its bytes are
+ * skipped as they stream by, so one enormous line cannot exhaust memory). A trailing CR is dropped.
+ */
+async function* boundedLines(file: string, maxBytes: number): AsyncGenerator<string | null> {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let oversized = false;
+  const line = (): string | null => {
+    const text = oversized ? null : Buffer.concat(parts, size).toString('utf8').replace(/\r$/, '');
+    parts = [];
+    size = 0;
+    oversized = false;
+    return text;
+  };
+  const take = (piece: Buffer) => {
+    if (oversized) return;
+    size += piece.length;
+    if (size > maxBytes) {
+      oversized = true;
+      parts = [];
+    } else parts.push(piece);
+  };
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
+      take(chunk.subarray(start, end));
+      yield line();
+      start = end + 1;
+    }
+    take(chunk.subarray(start));
+  }
+  if (size > 0 || oversized) yield line();
 }
 
 /**
  * Reads a persona JSONL file into `synthesis_personas` (valid lines, in order, deduplicated by id)
  * and records every refused line with its reason. Idempotent: a retry inserts nothing new.
+ * Memory stays bounded: lines are capped, personas before the offset are counted, not kept.
  */
 export async function loadPersonas(pool: pg.Pool, input: LoadPersonasInput): Promise<LoadPersonasResult> {
   const file = path.resolve(input.path);
-  const valid: { id: string; persona: string }[] = [];
+  const chosen: { id: string; persona: string }[] = [];
   const refused: { line: number; reason: string }[] = [];
+  const rejectedByReason: Record<string, number> = {};
+  let rejected = 0;
+  const refuse = (line: number, reason: string) => {
+    rejected++;
+    rejectedByReason[reason] = (rejectedByReason[reason] ?? 0) + 1;
+    if (refused.length < MAX_RECORDED_REFUSALS) refused.push({ line, reason });
+  };
   const ids = new Set<string>();
-  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  let validSeen = 0;
   let lineNo = 0;
   try {
-    for await (const text of lines) {
+    for await (const text of boundedLines(file, MAX_PERSONA_LINE_BYTES)) {
       lineNo++;
+      if (text === null) {
+        refuse(lineNo, `line longer than ${MAX_PERSONA_LINE_BYTES} bytes`);
+        continue;
+      }
       if (text.trim() === '') continue;
       const checked = checkLine(text);
-      if (typeof checked === 'string') refused.push({ line: lineNo, reason: checked });
-      else if (ids.has(checked.id)) refused.push({ line: lineNo, reason: 'duplicate id' });
+      if (typeof checked === 'string') refuse(lineNo, checked);
+      else if (ids.has(checked.id)) refuse(lineNo, 'duplicate id');
       else {
         ids.add(checked.id);
-        valid.push(checked);
+        if (validSeen++ >= input.offset) chosen.push(checked);
       }
-      if (valid.length >= input.offset + input.limit) break;
+      if (chosen.length >= input.limit) break;
     }
   } catch (error) {
     throw new Error(`Cannot read personas from ${file}: ${(error as Error).message}`);
   }
-  const chosen = valid.slice(input.offset, input.offset + input.limit);
   await pool.query(
     `INSERT INTO synthesis_personas (run_id, idx, persona_id, persona)
      SELECT $1, t.idx, t.persona_id, t.persona
@@ -78,7 +136,5 @@ export async function loadPersonas(pool: pg.Pool, input: LoadPersonasInput): Pro
      ON CONFLICT DO NOTHING`,
     [input.runId, refused.map((r) => r.line), refused.map((r) => r.reason)],
   );
-  const rejectedByReason: Record<string, number> = {};
-  for (const r of refused) rejectedByReason[r.reason] = (rejectedByReason[r.reason] ?? 0) + 1;
-  return { loaded: chosen.length, rejected: refused.length, rejectedByReason };
+  return { loaded: chosen.length, rejected, rejectedByReason };
 }

@@ -42,6 +42,9 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     fields: Record<string, unknown> = {},
   ): Promise<void> {
     const names = Object.keys(fields);
+    // Column names are spliced into the SQL (identifiers cannot be parameters): only plain names.
+    const bad = names.find((name) => !/^[a-z_]{1,63}$/.test(name));
+    if (bad !== undefined) throw new Error(`setStage: "${bad}" is not a tasks column name`);
     const assignments = names.map((name, i) => `${name} = $${i + 3}`);
     await pool().query(
       `UPDATE tasks SET stage = $2, updated_at = now()${assignments.map((a) => `, ${a}`).join('')} WHERE task_id = $1`,

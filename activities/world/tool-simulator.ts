@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FunctionTool } from '../../schemas/function-tool';
 import type { ModelRole } from '../../schemas/model-endpoint';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm';
+import { storableJson } from '../store/storable';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates';
 import { canonicalArgs } from './canonical-args';
 import type { MappingEntry } from './mapping-store';
@@ -86,7 +87,7 @@ function renderEntries(entries: readonly MappingEntry[]): string {
 /** The response as JSON when the text is JSON, else the text itself (a tool may answer in prose). */
 export function parseResponse(text: string): unknown {
   try {
-    return JSON.parse(text.trim());
+    return storableJson(JSON.parse(text.trim()));
   } catch {
     return text;
   }

@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FunctionTool } from '../../schemas/function-tool';
 import { canonicalJson, sha256 } from '../llm/cache-key';
+import { storableJson } from '../store/storable';
 import { invalidJsonObservation, schemaViolationObservation, unknownToolObservation } from './observations';
 
 /** A tool call as the agent wrote it: a name and the arguments text. */
@@ -94,7 +95,8 @@ export function validateToolCall(tools: readonly FunctionTool[], call: RawToolCa
   }
   let args: unknown;
   try {
-    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+    // Storable: the arguments are kept in the task's mapping (jsonb), escapes and all.
+    args = call.arguments.trim() === '' ? {} : storableJson(JSON.parse(call.arguments));
   } catch (error) {
     return {
       ok: false,

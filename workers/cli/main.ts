@@ -1,12 +1,18 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { closePools, redactUrl } from '../../activities/store/db';
+import { closePools, getPool, redactUrl } from '../../activities/store/db';
+import { writeStudyReport } from '../../activities/study/report';
 import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
+import { trainerUp } from '../../deploy/trainer-stack';
 import { loadEnvironment } from '../../schemas/environment';
 import { SpecValidationError } from '../../schemas/spec-error';
 import { stopSignal } from '../../workflows/grpo-controls';
+import { cellStatesQuery } from '../../workflows/study-controls';
+import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../codec/codec-server';
+import { payloadCodecFromEnvironment } from '../codec/payload-codec';
 import { connectWorker, createCpuWorker, runCpuWorker } from '../cpu-worker';
 import {
   cancelRun,
@@ -30,13 +36,18 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld worker [--task-queue Q]     run a CPU worker (workflows + activities) until Ctrl-C
   mockworld start <spec.yaml|json> [--id ID] [--wait]
                                         validate a spec, then start its run (workflow type = spec kind)
-  mockworld status <id> [--task N]      state, progress and counts of a run (or the stage of task N)
+  mockworld status <id> [--task N | --cells]
+                                        state, progress and counts of a run (or the stage of task N,
+                                        or the state of every cell of a scaling study)
   mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
   mockworld stop <id>                   GRPO: finish the iteration, keep its checkpoint, complete
   mockworld cancel <id>                 cancel a run; it records 'cancelled'
-  mockworld report <id>                 stored statistics and model usage by role
+  mockworld report <id>                 stored statistics and model usage by role; for a scaling
+                                        study its fitted report (Markdown tables, SVG plots)
   mockworld export <id> [--out DIR]     write a synthesis run's dataset (tasks.jsonl, verl.jsonl)
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
+  mockworld codec-server [--port N] [--host H] [--origin URL]...
+                                        decrypt payloads for the Temporal UI (needs MOCKWORLD_PAYLOAD_KEY)
 
   --json   machine-readable output for scripts`;
 
@@ -49,8 +60,12 @@ async function main(argv: string[]): Promise<number> {
       wait: { type: 'boolean', default: false },
       id: { type: 'string' },
       task: { type: 'string' },
+      cells: { type: 'boolean', default: false },
       out: { type: 'string' },
       'task-queue': { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      origin: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -108,6 +123,13 @@ async function main(argv: string[]): Promise<number> {
         print(`task ${values.task} of ${id}: ${stage}`, { workflowId: id, task: Number(values.task), stage });
         return 0;
       }
+      if (values.cells) {
+        const id = needId();
+        const states = await (await connectClient()).workflow.getHandle(id).query(cellStatesQuery);
+        const rows = Object.entries(states).map(([cell, state]) => ({ cell, state }));
+        print(renderTable(rows), { workflowId: id, cells: states });
+        return 0;
+      }
       const overview = await describeRun(await connectClient(), needId());
       const { status, ...temporal } = overview;
       const flat = {
@@ -141,6 +163,13 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'report': {
       const report = await readReport(needId());
+      if (report.kind === 'ScalingStudy') {
+        // Re-fitted from the stored cells, so it also shows a study that is still training.
+        const written = await writeStudyReport(getPool(loadEnvironment().DATABASE_URL), report.runId);
+        const markdown = await readFile(written.reportPath, 'utf8');
+        print(`${markdown}\nreport and plots: ${path.dirname(written.reportPath)}`, { ...report, ...written });
+        return 0;
+      }
       print(renderReport(report), report);
       return 0;
     }
@@ -152,6 +181,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'demo':
       return demo(rest[0] ?? path.join(REPO_ROOT, 'examples', 'synthesis-demo.yaml'));
+    case 'codec-server':
+      return codecServer(values);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -176,6 +207,7 @@ async function demo(specFile: string): Promise<number> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   await stackUp((line) => console.log(line));
   const env = loadEnvironment();
+  if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining') await trainerUp((line) => console.log(line), env);
   const connection = await connectWorker(env.TEMPORAL_ADDRESS);
   const worker = await createCpuWorker(connection);
   const client = await connectClient();
@@ -191,12 +223,50 @@ async function demo(specFile: string): Promise<number> {
   await connection.close();
   const report = await readReport(id);
   console.log(`\n${renderReport(report)}`);
+  if (report.kind === 'ScalingStudy') {
+    const written = await writeStudyReport(getPool(env.DATABASE_URL), id);
+    console.log(`\n${await readFile(written.reportPath, 'utf8')}\nreport and plots: ${path.dirname(written.reportPath)}`);
+  }
   const dataset = (report.summary as { dataset?: { tasksFile: string; verlFile: string } } | null)?.dataset;
   if (dataset) console.log(`\ndataset:    ${dataset.tasksFile}\n            ${dataset.verlFile}`);
   console.log(
     `statistics: ./bin/mockworld report ${id}  (PostgreSQL ${redactUrl(env.DATABASE_URL)}, table runs)`,
   );
   console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
+  return 0;
+}
+
+/** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (README "Payload encryption"). */
+async function codecServer(values: { port?: string; host?: string; origin?: string[] }): Promise<number> {
+  const env = loadEnvironment();
+  const codec = payloadCodecFromEnvironment(env);
+  if (!codec) throw new UsageError('mockworld codec-server needs MOCKWORLD_PAYLOAD_KEY, the key the workers encrypt with');
+  const port = values.port === undefined ? 8888 : Number(values.port);
+  if (!/^\d+$/.test(values.port ?? '0') || port > 65_535) {
+    throw new UsageError(`--port must be a port number, got ${values.port}`);
+  }
+  const uiOrigins = [`http://localhost:${env.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${env.TEMPORAL_UI_PORT}`];
+  const allowedOrigins = values.origin?.length
+    ? values.origin
+    : [...new Set([...DEFAULT_ALLOWED_ORIGINS, ...uiOrigins])];
+  const server = await startCodecServer({
+    codec,
+    port,
+    host: values.host,
+    allowedOrigins,
+    authorization: env.MOCKWORLD_CODEC_AUTH,
+  });
+  console.log(`codec server listening on ${server.url} (key ${codec.keyId})`);
+  console.error(
+    `in the Temporal UI: Codec Server (top bar) > Remote Codec Endpoint = ${server.url}\n` +
+      `browser origins allowed: ${allowedOrigins.join(', ')}` +
+      `${env.MOCKWORLD_CODEC_AUTH ? '\nrequests must carry the Authorization header of MOCKWORLD_CODEC_AUTH' : ''}\nCtrl-C to stop`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await server.close();
   return 0;
 }
 

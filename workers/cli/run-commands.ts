@@ -6,7 +6,7 @@ import type { RunStatus } from '../../schemas/run-status';
 import type { AnySpec } from '../../schemas/specs';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
 import { taskStageQuery } from '../../workflows/synthesis-controls';
-import { exportRunDataset, type ExportResult } from '../../activities/synthesis/export';
+import { datasetDirectoryName, exportRunDataset, type ExportResult } from '../../activities/synthesis/export';
 import path from 'node:path';
 import { ProgressLine } from './progress';
 
@@ -141,6 +141,6 @@ export async function exportRun(runId: string, directory?: string): Promise<Expo
   return exportRunDataset(
     getPool(env.DATABASE_URL),
     runId,
-    path.resolve(directory ?? path.join(env.MOCKWORLD_HOME, 'datasets', runId)),
+    path.resolve(directory ?? path.join(env.MOCKWORLD_HOME, 'datasets', datasetDirectoryName(runId))),
   );
 }

@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadEnvironment } from '../../schemas/environment';
+import { payloadCodecFromEnvironment, withPayloadCodec } from '../codec/payload-codec';
 
 /** A Temporal client for the CLI, with an error that says what to do when the server is down. */
 export async function connectClient(): Promise<Client> {
@@ -13,5 +14,10 @@ export async function connectClient(): Promise<Client> {
         'Run `mockworld stack up`, or set TEMPORAL_ADDRESS to your cluster frontend.',
     );
   }
-  return new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+  // With MOCKWORLD_PAYLOAD_KEY set, the specs it sends and the results it reads are encrypted.
+  return new Client({
+    connection,
+    namespace: env.TEMPORAL_NAMESPACE,
+    dataConverter: withPayloadCodec(undefined, payloadCodecFromEnvironment(env)),
+  });
 }
