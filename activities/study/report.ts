@@ -114,7 +114,10 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
   }
   const report = renderStudyReport(input);
   for (const figure of report.figures) await writeAtomically(path.join(dir, figure.fileName), figure.svg);
-  await writeAtomically(reportPath, report.markdown + questionSynthesisSection(input));
+  await writeAtomically(
+    reportPath,
+    report.markdown + questionSynthesisSection(input) + (await cellsSection(pool, studyId)),
+  );
   const protocols: WrittenStudyReport['summary']['protocols'] = {};
   for (const analysis of report.analyses) {
     const best = Math.max(...analysis.budgets.map((b) => b.mean));
@@ -159,6 +162,46 @@ function questionSynthesisSection(input: StudyReportInput): string {
         : `| ${name} | no shared budget evaluated yet | |`,
     );
   }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Every cell with its data set, training and evaluation, judge failures included. */
+async function cellsSection(pool: pg.Pool, studyId: string): Promise<string> {
+  const { rows } = await pool.query<{
+    cell_id: string;
+    examples: number | null;
+    questions: number | null;
+    steps: number | null;
+    loss: string | null;
+    score: number | null;
+    judged: number;
+    failed: number;
+  }>(
+    `SELECT c.cell_id, c.examples, c.questions, c.steps, c.train_metrics->>'loss' AS loss, c.score,
+            count(e.correct)::int AS judged, (count(e.sample) - count(e.correct))::int AS failed
+       FROM study_cells c
+       LEFT JOIN study_evaluations e ON e.study_id = c.study_id AND e.cell_id = c.cell_id
+      WHERE c.study_id = $1 GROUP BY c.cell_id, c.examples, c.questions, c.steps, c.train_metrics, c.score
+      ORDER BY c.cell_id`,
+    [studyId],
+  );
+  const value = (v: unknown) => (v === null || v === undefined ? '—' : String(v));
+  const lines = [
+    '',
+    '## Cells',
+    '',
+    'mean@k is over the judged samples; samples the judge could not grade (recorded in llm_rejections) are',
+    'counted apart, never scored.',
+    '',
+    '| cell | examples | questions | steps | last loss | mean@k (%) | judged | judge failures |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows.map(
+      (r) =>
+        `| ${r.cell_id} | ${value(r.examples)} | ${value(r.questions)} | ${value(r.steps)} | ${
+          r.loss === null ? '—' : Number(r.loss).toFixed(3)
+        } | ${r.score === null ? '—' : (100 * r.score).toFixed(2)} | ${r.judged} | ${r.failed} |`,
+    ),
+  ];
   return `${lines.join('\n')}\n`;
 }
 
