@@ -42,7 +42,7 @@ export function trainerActivities(taskQueue: string) {
   return proxyActivities<TrainerActivities>({
     taskQueue,
     startToCloseTimeout: '4 hours',
-    heartbeatTimeout: '2 minutes',
+    heartbeatTimeout: '1 minute',
     retry: {
       maximumInterval: '1 minute',
       nonRetryableErrorTypes: [

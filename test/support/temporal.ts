@@ -53,10 +53,14 @@ export async function startTestWorker(address: string, databaseUrl: string): Pro
   };
 }
 
-/** Polls `check` until it returns a truthy value or the time runs out (a safety net, not a speed test). */
+/**
+ * Polls `check` every `intervalMs` until it returns a truthy value or the time runs out (a safety
+ * net, not a speed test).
+ */
 export async function eventually<T>(
   check: () => Promise<T | undefined | false>,
   timeoutMs = 60_000,
+  intervalMs = 200,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -67,7 +71,7 @@ export async function eventually<T>(
     } catch (error) {
       lastError = error;
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   throw new Error(
     `condition not met within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message}` : ''}`,
