@@ -16,6 +16,14 @@ const BENCHMARKS = [
   { name: 'model-layer', title: 'Model layer against the test model server (calls/s, added latency)' },
   { name: 'synthesis', title: 'Synthesis through Temporal against a plain in-process loop' },
   { name: 'embedded-model', title: 'Embedded model: server against raw node-llama-cpp (tokens/s)' },
+  {
+    name: 'grpo',
+    title: 'GRPO: histories at batch 128 × 16, rollouts through Temporal against a plain loop',
+  },
+  {
+    name: 'study',
+    title: 'Scaling study: rejection sampling on the sample pool, exact-match fast path',
+  },
 ] as const;
 
 function run(script: string): Promise<string> {
@@ -35,16 +43,22 @@ function run(script: string): Promise<string> {
   });
 }
 
-/** The Markdown tables a benchmark printed (consecutive lines starting with `|`). */
+/**
+ * The Markdown a benchmark printed for the README: its tables (consecutive lines starting with
+ * `|`) and its notes (consecutive lines starting with `> `), in order.
+ */
 function tables(output: string): string[] {
   const found: string[] = [];
   let current: string[] = [];
+  let kind: '|' | '>' | undefined;
   for (const line of [...output.split('\n'), '']) {
-    if (line.startsWith('|')) current.push(line);
-    else if (current.length) {
+    const lineKind = line.startsWith('|') ? '|' : line.startsWith('> ') ? '>' : undefined;
+    if (current.length && lineKind !== kind) {
       found.push(current.join('\n'));
       current = [];
     }
+    if (lineKind) current.push(line);
+    kind = lineKind;
   }
   return found;
 }
@@ -55,7 +69,8 @@ async function main(): Promise<void> {
   const readme = await readFile(readmePath, 'utf8');
   const sections: string[] = [];
   for (const bench of BENCHMARKS) {
-    const previous = new RegExp(`(### ${bench.title}[\\s\\S]*?)(?=\\n### |$)`).exec(
+    const title = bench.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); // literal, parentheses included
+    const previous = new RegExp(`(### ${title}[\\s\\S]*?)(?=\\n### |$)`).exec(
       readme.slice(readme.indexOf('<!-- bench:start -->'), readme.indexOf('<!-- bench:end -->')),
     );
     if (wanted.length && !wanted.includes(bench.name)) {

@@ -21,8 +21,16 @@ import { trainerActivities } from './trainer';
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
 
-/** Iterations per workflow run before continue-as-new (each iteration adds ~25 events here). */
-const ITERATIONS_PER_RUN = 50;
+/** History events a run may reach before it continues as new (the server's limit is far above). */
+const HISTORY_BUDGET = 8_000;
+
+/**
+ * Iterations per workflow run before continue-as-new: an iteration adds ~7 events per task (one
+ * child workflow each) and ~30 more here (bench/grpo.ts: 720-900 events at globalBatch 128).
+ */
+function iterationsPerRun(globalBatch: number): number {
+  return Math.max(1, Math.min(50, Math.floor(HISTORY_BUDGET / (7 * globalBatch + 30))));
+}
 
 /** What a training run carries across continue-as-new. */
 export interface GrpoProgress {
@@ -101,7 +109,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
 
   try {
     for (let here = 0; iteration < progress.totalIterations; here++) {
-      if (here >= ITERATIONS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+      if (here >= iterationsPerRun(spec.globalBatch) || workflowInfo().continueAsNewSuggested) {
         await continueAsNew<typeof GrpoTraining>(spec, {
           iteration,
           totalIterations: progress.totalIterations,

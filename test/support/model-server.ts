@@ -115,6 +115,28 @@ export interface LoggedRequest {
   readonly body: ChatRequestBody;
 }
 
+/**
+ * One chat answer handed to a client in full (kept when `logDeliveries` is on): enough to tell an
+ * answer paid twice (the same request body answered again) and which connection took it.
+ */
+export interface Delivery {
+  /** When the last byte was handed to the client (ms since epoch). */
+  readonly at: number;
+  /** When the request arrived (ms since epoch). */
+  readonly receivedAt: number;
+  readonly role: string | undefined;
+  /** The client's TCP port: names the connection, and so the process, that received the answer. */
+  readonly remotePort: number | undefined;
+  /**
+   * sha256 (hex) of the request body with object keys sorted: the same request sent again hashes the
+   * same even when the client rebuilt it with its keys in another order (e.g. messages read back
+   * from jsonb, which does not keep key order).
+   */
+  readonly bodyHash: string;
+  /** The content fault played into this answer (truncated-json, ...); undefined for a normal answer. */
+  readonly fault: FaultKind | undefined;
+}
+
 /** Options of {@link startModelServer}. */
 export interface ModelServerOptions {
   /** Answers; unset = an echo of the last user message. */
@@ -127,6 +149,8 @@ export interface ModelServerOptions {
   readonly log?: boolean;
   /** Dimension of embedding vectors when the request names none. Default 64. */
   readonly embeddingDimensions?: number;
+  /** Keep a {@link Delivery} per answer delivered (`deliveries`). Default false. */
+  readonly logDeliveries?: boolean;
 }
 
 /** Counters since start or the last `resetStats()`. */
@@ -147,6 +171,15 @@ export interface ModelServerStats {
   answered: number;
   /** Requests whose client disconnected before the answer was sent. */
   abandoned: number;
+  /** `answered`, per role ('(none)' for requests without one). */
+  answeredByRole: Record<string, number>;
+  /**
+   * 200 completions delivered in full per role, normal answers and content faults (truncated-json,
+   * schema-invalid, huge-content) alike: every answer a client can store, and a real endpoint bills.
+   */
+  billedByRole: Record<string, number>;
+  /** TCP connections accepted (a client that keeps its connections alive opens few). */
+  connections: number;
 }
 
 /** A running test model server. */
@@ -156,6 +189,8 @@ export interface ModelServer {
   readonly stats: ModelServerStats;
   /** Chat requests in arrival order (empty when logging is off). */
   readonly requests: readonly LoggedRequest[];
+  /** Answers delivered in full, in order (empty unless `logDeliveries`). */
+  readonly deliveries: readonly Delivery[];
   /** Chat requests received (of `role`, when given), faulted ones included. */
   requestCount(role?: string): number;
   setScript(script: Script | undefined): void;
@@ -181,6 +216,8 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const queued: Fault[] = [];
   let random: { settings: RandomFaults; next: () => number } | undefined;
   const requests: LoggedRequest[] = [];
+  const deliveries: Delivery[] = [];
+  const logDeliveries = options.logDeliveries ?? false;
   const stats: ModelServerStats = freshStats();
   let sequence = 0;
 
@@ -241,6 +278,26 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       });
     }
     const request: ScriptedRequest = { role, body, index, roleIndex };
+    const receivedAt = Date.now();
+    /** Counts a completion the client can store once its last byte is handed over. */
+    const bill = (normal: boolean) =>
+      res.once('finish', () => {
+        if (normal) {
+          stats.answered += 1;
+          stats.answeredByRole[roleKey] = (stats.answeredByRole[roleKey] ?? 0) + 1;
+        }
+        stats.billedByRole[roleKey] = (stats.billedByRole[roleKey] ?? 0) + 1;
+        if (logDeliveries) {
+          deliveries.push({
+            at: Date.now(),
+            receivedAt,
+            role,
+            remotePort: req.socket.remotePort,
+            bodyHash: canonicalHash(body),
+            fault: normal ? undefined : fault?.kind,
+          });
+        }
+      });
     const rule = matchRule(request);
     const delay = latencyMs + (rule?.latencyMs ?? 0);
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
@@ -290,6 +347,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       case 'truncated-json': {
         const reply = normalizeReply(await replyFor(rule, request));
         const content = reply.content ?? '';
+        bill(false);
         sendJson(
           res,
           200,
@@ -301,10 +359,12 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         return;
       }
       case 'schema-invalid':
+        bill(false);
         sendJson(res, 200, completion(body, index, { content: fault.content ?? '{"unexpected": true}' }));
         return;
       case 'huge-content': {
         const bytes = fault.bytes ?? 2 * 1024 * 1024;
+        bill(false);
         sendJson(
           res,
           200,
@@ -315,7 +375,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       case undefined:
         // Counted once the whole answer has been handed to the client: the calls a real
         // endpoint would bill. A client that went away before this is not billed here.
-        res.once('finish', () => (stats.answered += 1));
+        bill(true);
         sendJson(res, 200, completion(body, index, await replyFor(rule, request)));
         return;
       default: {
@@ -359,6 +419,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     });
   }
 
+  server.on('connection', () => (stats.connections += 1));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
@@ -366,6 +427,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     url: `http://127.0.0.1:${port}/v1`,
     stats,
     requests,
+    deliveries,
     requestCount: (role) => (role === undefined ? stats.total : (stats.byRole[role] ?? 0)),
     setScript: (next) => (script = next),
     setLatency: (ms) => (latencyMs = ms),
@@ -378,6 +440,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       const inFlight = stats.inFlight;
       Object.assign(stats, freshStats(), { inFlight, maxInFlight: inFlight });
       requests.length = 0;
+      deliveries.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -450,6 +513,9 @@ function freshStats(): ModelServerStats {
     embeddings: 0,
     answered: 0,
     abandoned: 0,
+    answeredByRole: {},
+    billedByRole: {},
+    connections: 0,
   };
 }
 
@@ -502,6 +568,21 @@ function embed(text: string, dimensions: number): number[] {
   }
   const norm = Math.sqrt(values.reduce((sum, v) => sum + v * v, 0)) || 1;
   return values.map((v) => v / norm);
+}
+
+/** sha256 (hex) of `value` as JSON with the keys of every object sorted. */
+export function canonicalHash(value: unknown): string {
+  const sorted = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sorted)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return createHash('sha256').update(JSON.stringify(sorted(value))).digest('hex');
 }
 
 /** A small seeded generator (mulberry32): reproducible fault draws. */
