@@ -4,6 +4,7 @@ import type { ModelClient } from '../llm';
 import { judgeResponse } from './judge';
 import { teacherPrompt } from './protocols/teacher-prompt';
 import { questionsOf } from './questions';
+import { storableText } from '../store/storable';
 
 /** Ledger role of student calls during evaluation. */
 export const STUDENT_ROLE = 'student';
@@ -82,7 +83,7 @@ export async function evaluateCell(
             input.cellId,
             question.questionId,
             sample,
-            response.replaceAll('\u0000', '\uFFFD'),
+            storableText(response),
             verdict.correct,
             verdict.judgedBy,
           ],

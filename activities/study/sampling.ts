@@ -7,6 +7,7 @@ import { judgeResponse } from './judge';
 import { choosePersona, personaSystemMessage } from './protocols/persona';
 import { teacherPrompt } from './protocols/teacher-prompt';
 import { questionById } from './questions';
+import { storableText } from '../store/storable';
 
 /** Ledger role of teacher calls. */
 export const TEACHER_ROLE = 'teacher';
@@ -89,8 +90,8 @@ export async function sampleQuestion(
         input.stream.name,
         input.questionId,
         n,
-        response.replaceAll('\u0000', '\uFFFD'),
-        verdict.finalAnswer?.replaceAll('\u0000', '\uFFFD') ?? null,
+        storableText(response),
+        verdict.finalAnswer === null ? null : storableText(verdict.finalAnswer),
         verdict.correct,
         verdict.judgedBy,
         personaId,

@@ -24,7 +24,7 @@ export function mulberry32(seed: number): () => number {
 }
 
 /** The murmur3 finalizer: spreads every input bit over the 32-bit result. */
-function fmix32(h: number): number {
+export function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

@@ -9,6 +9,7 @@
  *   collects (q = 4, r = B/4), (q = 2, r = B/2) and (q = 1, r = B).
  */
 import { AnalysisInputError } from './errors';
+import { fmix32 } from '../../training/sampling';
 
 /** The RS response budgets r of the seed's sweep (§4). */
 export const RESPONSE_BUDGETS = [1, 2, 4, 8, 16, 32] as const;
@@ -50,16 +51,6 @@ export interface NestedSubsets {
   readonly q2: readonly string[];
   /** Q4: the whole pool. */
   readonly q4: readonly string[];
-}
-
-/** One round of the murmur3 finalizer: spreads every input bit over the 32-bit result. */
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** A 32-bit hash of `text` under a 32-bit key (multiply–xorshift per UTF-16 unit, then fmix32). */
