@@ -1021,7 +1021,10 @@ describe('scaling-study protocols, activity by activity', () => {
     expect(report).toContain(`# Scaling study ${id}`);
     expect(report).toContain('r=32');
     expect(report).toContain('## Matched-budget buckets');
-    expect(report).not.toContain('judge-free');
+    // Unscored cells are left out of the analysis; the cells table lists them without a score.
+    const [analysis, cellsTable] = report.split('## Cells');
+    expect(analysis).not.toContain('judge-free');
+    expect(cellsTable).toMatch(/\| judge-free-q4-r1-s0 \|.*\| — \| 0 \| 0 \|/);
     expect(report).not.toContain('No cell has been evaluated yet.');
   });
 });
