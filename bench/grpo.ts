@@ -32,7 +32,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -192,7 +192,7 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', stop);
 }
 
-interface ModelServerProcess {
+export interface ModelServerProcess {
   readonly url: string;
   readonly pid: number;
   setLatency(ms: number): Promise<void>;
@@ -201,7 +201,7 @@ interface ModelServerProcess {
   stop(): Promise<void>;
 }
 
-async function startModelServerProcess(): Promise<ModelServerProcess> {
+export async function startModelServerProcess(): Promise<ModelServerProcess> {
   const child: ChildProcess = spawn(
     process.execPath,
     ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'],
@@ -250,7 +250,7 @@ async function startModelServerProcess(): Promise<ModelServerProcess> {
 const taskIdOf = (synthesisRunId: string, idx: number) =>
   `${synthesisRunId}-task-${String(idx).padStart(5, '0')}`;
 
-async function insertKeptTasks(url: string, synthesisRunId: string, count: number): Promise<string[]> {
+export async function insertKeptTasks(url: string, synthesisRunId: string, count: number): Promise<string[]> {
   const sql = new pg.Client({ connectionString: url });
   await sql.connect();
   try {
@@ -283,7 +283,7 @@ async function insertKeptTasks(url: string, synthesisRunId: string, count: numbe
   }
 }
 
-function specFor(opts: {
+export function specFor(opts: {
   synthesisRunId: string;
   modelUrl: string;
   model: string;
@@ -331,7 +331,7 @@ interface StepInput {
 }
 
 /** `trainer.grpoStep` / `trainer.saveCheckpoint` for the bench: reads the batch, records the step, no gradient. */
-function standInTrainerActivities(databaseUrl: string, checkpointDir: string) {
+export function standInTrainerActivities(databaseUrl: string, checkpointDir: string) {
   const stepDir = (run: string, step: number) =>
     path.join(checkpointDir, encodeURIComponent(run), `step-${String(step).padStart(8, '0')}`);
   const latestStep = async (run: string) => {
@@ -417,7 +417,7 @@ function standInTrainerActivities(databaseUrl: string, checkpointDir: string) {
 // Measurements.
 
 /** CPU time of another process in ms (utime + stime from /proc; USER_HZ = 100 on Linux). */
-function processCpuMs(pid: number | undefined): number {
+export function processCpuMs(pid: number | undefined): number {
   if (!pid) return 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -869,7 +869,7 @@ async function runPlain(databaseUrl: string, runId: string, input: ReturnType<ty
 
 // ---------------------------------------------------------------------------------------------
 
-interface BenchContext {
+export interface BenchContext {
   readonly client: Client;
   readonly connection: Connection;
   readonly nativeConnection: NativeConnection;
@@ -938,7 +938,12 @@ async function startWorkers(
   return { taskQueue, gpuTaskQueue, stop, pythonPid: python?.child.pid };
 }
 
-async function runTemporal(ctx: BenchContext, workflowId: string, taskQueue: string, spec: unknown) {
+export async function runTemporal(
+  ctx: Pick<BenchContext, 'client' | 'connection' | 'pending'>,
+  workflowId: string,
+  taskQueue: string,
+  spec: unknown,
+) {
   const handle = await ctx.client.workflow.start('GrpoTraining', { args: [spec], taskQueue, workflowId });
   let timer: NodeJS.Timeout | undefined;
   const t0 = performance.now();
@@ -1484,7 +1489,7 @@ function print(
 }
 
 /** The JSON as the project's Prettier settings print it (so `npm run lint` passes), else as is. */
-async function asProjectJson(text: string): Promise<string> {
+export async function asProjectJson(text: string): Promise<string> {
   try {
     const prettier = await import('prettier');
     const options = await prettier.resolveConfig(path.join(HERE, 'results', 'grpo.json'));
@@ -1494,8 +1499,19 @@ async function asProjectJson(text: string): Promise<string> {
   }
 }
 
+/** Run as a script (not imported by another bench for its pieces, as bench/worker-memory.ts does). */
+function isEntryPoint(): boolean {
+  try {
+    return (
+      !!process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))
+    );
+  } catch {
+    return false;
+  }
+}
+
 if (process.argv.includes('--serve')) await serve();
-else {
+else if (isEntryPoint()) {
   try {
     await main();
   } catch (error) {

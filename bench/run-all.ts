@@ -21,6 +21,11 @@ const BENCHMARKS = [
     title: 'GRPO: histories at batch 128 × 16, rollouts through Temporal against a plain loop',
   },
   {
+    name: 'worker-memory',
+    title:
+      'CPU worker memory at 1,024 rollouts in flight; model calls saved by the cache and the tool mapping',
+  },
+  {
     name: 'study',
     title: 'Scaling study: rejection sampling on the sample pool, exact-match fast path',
   },
