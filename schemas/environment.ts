@@ -51,7 +51,22 @@ export const EnvironmentSchema = z.object({
     .int()
     .positive()
     .default(11436)
-    .describe('Port of the local policy server (`--any-run`) that `mockworld demo` starts for training specs.'),
+    .describe(
+      'Port of the local policy server (`--any-run`) that `mockworld demo` starts for training specs.',
+    ),
+  MOCKWORLD_MODEL_GATEWAY_URL: z
+    .url()
+    .optional()
+    .describe(
+      'Set: workers send model calls through this model gateway (`mockworld gateway`), which finishes and records a paid call even if the worker dies mid-call.',
+    ),
+  MOCKWORLD_MODEL_GATEWAY_AUTH: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .optional()
+    .describe(
+      'Set: the model gateway answers only requests whose Authorization header is exactly this value.',
+    ),
   MOCKWORLD_PAYLOAD_KEY: z
     .string()
     .trim()

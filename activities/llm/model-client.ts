@@ -1,11 +1,12 @@
 import type pg from 'pg';
 import type { z } from 'zod';
 import { loadEnvironment } from '../../schemas/environment';
-import { getPool } from '../store/db';
+import { getPool, retryOnConnectionError } from '../store/db';
 import type { BackoffOptions } from './backoff';
 import { cacheKey, identify } from './cache-key';
 import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store';
 import { StructuredOutputRejectedError } from './errors';
+import { gatewayCompleter } from './gateway-client';
 import { SingleFlight } from './single-flight';
 import {
   checkStructured,
@@ -24,6 +25,12 @@ export interface ModelClientOptions {
   readonly backoff?: BackoffOptions;
   /** Larger structured outputs are rejected unparsed (then repaired once). Default 256 KiB. */
   readonly maxStructuredBytes?: number;
+  /**
+   * Send calls through the model gateway at this URL (`mockworld gateway`), which finishes and
+   * records a paid call even when this process dies mid-call. Default: `MOCKWORLD_MODEL_GATEWAY_URL`;
+   * null = always in process.
+   */
+  readonly gatewayUrl?: string | null;
 }
 
 /** Cached, rate-limited, retried access to OpenAI-compatible model endpoints. */
@@ -52,14 +59,19 @@ export interface ModelClient {
 /** Concurrent identical calls of this process, across client instances. */
 const flights = new SingleFlight<ChatResult>();
 
-/** Creates a model client on a shared connection pool; it holds no other resources. */
-export function createModelClient(options: ModelClientOptions = {}): ModelClient {
-  const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
-  const backoff = options.backoff ?? {};
-  const maxStructuredBytes = options.maxStructuredBytes ?? DEFAULT_MAX_STRUCTURED_BYTES;
-  const pool = (): pg.Pool => getPool(databaseUrl);
+/**
+ * One paid-once chat completion: `call` with an optional response format. Implemented in process
+ * ({@link createCallCompleter}) or by a model gateway (gateway-client.ts) that outlives workers.
+ */
+export type CallCompleter = (call: ModelCall, responseFormat?: unknown) => Promise<ChatResult>;
 
-  async function complete(call: ModelCall, responseFormat?: unknown): Promise<ChatResult> {
+/**
+ * Completes calls in this process: served from `llm_calls` when the same call was answered before,
+ * otherwise sent upstream once however many identical calls run concurrently, then stored.
+ */
+export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions = {}): CallCompleter {
+  const pool = (): pg.Pool => getPool(databaseUrl);
+  return async (call, responseFormat) => {
     const identity = identify(
       call.endpoint,
       { messages: call.messages, tools: call.tools, responseFormat, sampling: call.sampling },
@@ -80,23 +92,42 @@ export function createModelClient(options: ModelClientOptions = {}): ModelClient
           call.role,
         );
         const choice = answer.completion.choices[0]!;
-        const { stored, inserted } = await storeCall(pool(), {
-          ...identity,
-          cacheKey: key,
-          runId: call.runId,
-          role: call.role,
-          response: { message: choice.message, finishReason: choice.finish_reason ?? 'stop' },
-          promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
-          completionTokens: answer.completion.usage?.completion_tokens ?? 0,
-          latencyMs: answer.latencyMs,
-          attempts: answer.attempts,
-        });
+        // The answer is paid for: a ledger write cut off by a PostgreSQL restart is retried here,
+        // since failing the activity would make its retry ask (and pay) again.
+        const { stored, inserted } = await retryOnConnectionError(
+          () =>
+            storeCall(pool(), {
+              ...identity,
+              cacheKey: key,
+              runId: call.runId,
+              role: call.role,
+              response: { message: choice.message, finishReason: choice.finish_reason ?? 'stop' },
+              promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
+              completionTokens: answer.completion.usage?.completion_tokens ?? 0,
+              latencyMs: answer.latencyMs,
+              attempts: answer.attempts,
+            }),
+          signal,
+        );
         return toResult(stored, !inserted);
       },
       call.signal,
     );
     return shared ? { ...value, cached: true } : value;
-  }
+  };
+}
+
+/** Creates a model client on a shared connection pool; it holds no other resources. */
+export function createModelClient(options: ModelClientOptions = {}): ModelClient {
+  const environment = loadEnvironment();
+  const databaseUrl = options.databaseUrl ?? environment.DATABASE_URL;
+  const maxStructuredBytes = options.maxStructuredBytes ?? DEFAULT_MAX_STRUCTURED_BYTES;
+  const pool = (): pg.Pool => getPool(databaseUrl);
+  const gatewayUrl =
+    options.gatewayUrl === undefined ? environment.MOCKWORLD_MODEL_GATEWAY_URL : options.gatewayUrl;
+  const complete: CallCompleter = gatewayUrl
+    ? gatewayCompleter(gatewayUrl, environment.MOCKWORLD_MODEL_GATEWAY_AUTH)
+    : createCallCompleter(databaseUrl, options.backoff);
 
   async function structured<S extends z.ZodType>(
     call: ModelCall,

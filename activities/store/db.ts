@@ -45,6 +45,50 @@ export async function closePools(): Promise<void> {
   await Promise.all(all.map((p) => p.end().catch(() => undefined)));
 }
 
+/** SQLSTATEs of a server that is shutting down, restarting or not yet accepting connections. */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * True when `error` says PostgreSQL could not be reached or dropped the connection (a restart, a
+ * failover), as opposed to a query the server refused: the same statement may succeed once it is back.
+ */
+export function isConnectionError(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || CONNECTION_CODES.has(code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|not queryable|timeout exceeded when trying to connect/i.test(message);
+}
+
+/**
+ * Runs `fn`, and again while it fails with a connection error, for up to `withinMs` (backoff from
+ * 250 ms to 2 s). For writes that must not be lost with the activity: e.g. the ledger row of a model
+ * answer already paid for, which a retried activity would otherwise pay for again.
+ */
+export async function retryOnConnectionError<T>(
+  fn: () => Promise<T>,
+  signal?: AbortSignal,
+  withinMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (let wait = 250; ; wait = Math.min(2 * wait, 2_000)) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!isConnectionError(error) || Date.now() + wait > deadline || signal?.aborted) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 /** Runs `fn` inside one transaction on one client; rolls back on any error. */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
@@ -65,7 +109,8 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 export async function ensureDatabase(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new Error(`Unsupported database name in DATABASE_URL: "${name}"`);
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name))
+    throw new Error(`Unsupported database name in DATABASE_URL: "${name}"`);
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });

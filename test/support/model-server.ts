@@ -137,6 +137,16 @@ export interface Delivery {
   readonly fault: FaultKind | undefined;
 }
 
+/** One chat request as it arrived (kept when `logDeliveries` is on), faulted or not: who asked what, when. */
+export interface Arrival {
+  readonly at: number;
+  readonly role: string | undefined;
+  readonly remotePort: number | undefined;
+  /** As {@link Delivery.bodyHash}. */
+  readonly bodyHash: string;
+  readonly fault: FaultKind | undefined;
+}
+
 /** Options of {@link startModelServer}. */
 export interface ModelServerOptions {
   /** Answers; unset = an echo of the last user message. */
@@ -149,7 +159,7 @@ export interface ModelServerOptions {
   readonly log?: boolean;
   /** Dimension of embedding vectors when the request names none. Default 64. */
   readonly embeddingDimensions?: number;
-  /** Keep a {@link Delivery} per answer delivered (`deliveries`). Default false. */
+  /** Keep a {@link Delivery} per answer delivered (`deliveries`) and an {@link Arrival} per request (`arrivals`). Default false. */
   readonly logDeliveries?: boolean;
 }
 
@@ -191,6 +201,8 @@ export interface ModelServer {
   readonly requests: readonly LoggedRequest[];
   /** Answers delivered in full, in order (empty unless `logDeliveries`). */
   readonly deliveries: readonly Delivery[];
+  /** Chat requests in arrival order, faulted ones included (empty unless `logDeliveries`). */
+  readonly arrivals: readonly Arrival[];
   /** Chat requests received (of `role`, when given), faulted ones included. */
   requestCount(role?: string): number;
   setScript(script: Script | undefined): void;
@@ -217,6 +229,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let random: { settings: RandomFaults; next: () => number } | undefined;
   const requests: LoggedRequest[] = [];
   const deliveries: Delivery[] = [];
+  const arrivals: Arrival[] = [];
   const logDeliveries = options.logDeliveries ?? false;
   const stats: ModelServerStats = freshStats();
   let sequence = 0;
@@ -279,6 +292,16 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     }
     const request: ScriptedRequest = { role, body, index, roleIndex };
     const receivedAt = Date.now();
+    const bodyHash = logDeliveries ? canonicalHash(body) : '';
+    if (logDeliveries) {
+      arrivals.push({
+        at: receivedAt,
+        role,
+        remotePort: req.socket.remotePort,
+        bodyHash,
+        fault: fault?.kind,
+      });
+    }
     /** Counts a completion the client can store once its last byte is handed over. */
     const bill = (normal: boolean) =>
       res.once('finish', () => {
@@ -293,7 +316,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
             receivedAt,
             role,
             remotePort: req.socket.remotePort,
-            bodyHash: canonicalHash(body),
+            bodyHash,
             fault: normal ? undefined : fault?.kind,
           });
         }
@@ -428,6 +451,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     stats,
     requests,
     deliveries,
+    arrivals,
     requestCount: (role) => (role === undefined ? stats.total : (stats.byRole[role] ?? 0)),
     setScript: (next) => (script = next),
     setLatency: (ms) => (latencyMs = ms),
@@ -441,6 +465,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       Object.assign(stats, freshStats(), { inFlight, maxInFlight: inFlight });
       requests.length = 0;
       deliveries.length = 0;
+      arrivals.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -582,7 +607,9 @@ export function canonicalHash(value: unknown): string {
               .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
           )
         : v;
-  return createHash('sha256').update(JSON.stringify(sorted(value))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(sorted(value)))
+    .digest('hex');
 }
 
 /** A small seeded generator (mulberry32): reproducible fault draws. */

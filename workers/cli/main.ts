@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { closePools, getPool, redactUrl } from '../../activities/store/db';
+import { migrate } from '../../activities/store/migrate';
 import { writeStudyReport } from '../../activities/study/report';
 import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
@@ -14,6 +15,7 @@ import { cellStatesQuery } from '../../workflows/study-controls';
 import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../codec/codec-server';
 import { payloadCodecFromEnvironment } from '../codec/payload-codec';
 import { connectWorker, createCpuWorker, runCpuWorker } from '../cpu-worker';
+import { startModelGateway } from '../gateway/model-gateway';
 import {
   cancelRun,
   describeRun,
@@ -48,6 +50,9 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
   mockworld codec-server [--port N] [--host H] [--origin URL]...
                                         decrypt payloads for the Temporal UI (needs MOCKWORLD_PAYLOAD_KEY)
+  mockworld gateway [--port N] [--host H]
+                                        model gateway: finishes and records every paid model call even
+                                        when the worker that asked dies (workers: MOCKWORLD_MODEL_GATEWAY_URL)
 
   --json   machine-readable output for scripts`;
 
@@ -152,7 +157,10 @@ async function main(argv: string[]): Promise<number> {
     case 'stop': {
       const id = needId();
       await (await connectClient()).workflow.getHandle(id).signal(stopSignal);
-      print(`stop sent to ${id}: it completes after the current iteration`, { workflowId: id, signal: 'stop' });
+      print(`stop sent to ${id}: it completes after the current iteration`, {
+        workflowId: id,
+        signal: 'stop',
+      });
       return 0;
     }
     case 'cancel': {
@@ -167,7 +175,10 @@ async function main(argv: string[]): Promise<number> {
         // Re-fitted from the stored cells, so it also shows a study that is still training.
         const written = await writeStudyReport(getPool(loadEnvironment().DATABASE_URL), report.runId);
         const markdown = await readFile(written.reportPath, 'utf8');
-        print(`${markdown}\nreport and plots: ${path.dirname(written.reportPath)}`, { ...report, ...written });
+        print(`${markdown}\nreport and plots: ${path.dirname(written.reportPath)}`, {
+          ...report,
+          ...written,
+        });
         return 0;
       }
       print(renderReport(report), report);
@@ -183,6 +194,8 @@ async function main(argv: string[]): Promise<number> {
       return demo(rest[0] ?? path.join(REPO_ROOT, 'examples', 'synthesis-demo.yaml'));
     case 'codec-server':
       return codecServer(values);
+    case 'gateway':
+      return modelGateway(values);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -207,7 +220,8 @@ async function demo(specFile: string): Promise<number> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   await stackUp((line) => console.log(line));
   const env = loadEnvironment();
-  if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining') await trainerUp((line) => console.log(line), env);
+  if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining')
+    await trainerUp((line) => console.log(line), env);
   const connection = await connectWorker(env.TEMPORAL_ADDRESS);
   const worker = await createCpuWorker(connection);
   const client = await connectClient();
@@ -225,7 +239,9 @@ async function demo(specFile: string): Promise<number> {
   console.log(`\n${renderReport(report)}`);
   if (report.kind === 'ScalingStudy') {
     const written = await writeStudyReport(getPool(env.DATABASE_URL), id);
-    console.log(`\n${await readFile(written.reportPath, 'utf8')}\nreport and plots: ${path.dirname(written.reportPath)}`);
+    console.log(
+      `\n${await readFile(written.reportPath, 'utf8')}\nreport and plots: ${path.dirname(written.reportPath)}`,
+    );
   }
   const dataset = (report.summary as { dataset?: { tasksFile: string; verlFile: string } } | null)?.dataset;
   if (dataset) console.log(`\ndataset:    ${dataset.tasksFile}\n            ${dataset.verlFile}`);
@@ -240,11 +256,11 @@ async function demo(specFile: string): Promise<number> {
 async function codecServer(values: { port?: string; host?: string; origin?: string[] }): Promise<number> {
   const env = loadEnvironment();
   const codec = payloadCodecFromEnvironment(env);
-  if (!codec) throw new UsageError('mockworld codec-server needs MOCKWORLD_PAYLOAD_KEY, the key the workers encrypt with');
-  const port = values.port === undefined ? 8888 : Number(values.port);
-  if (!/^\d+$/.test(values.port ?? '0') || port > 65_535) {
-    throw new UsageError(`--port must be a port number, got ${values.port}`);
-  }
+  if (!codec)
+    throw new UsageError(
+      'mockworld codec-server needs MOCKWORLD_PAYLOAD_KEY, the key the workers encrypt with',
+    );
+  const port = parsePort(values.port, 8888);
   const uiOrigins = [`http://localhost:${env.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${env.TEMPORAL_UI_PORT}`];
   const allowedOrigins = values.origin?.length
     ? values.origin
@@ -268,6 +284,37 @@ async function codecServer(values: { port?: string; host?: string; origin?: stri
   });
   await server.close();
   return 0;
+}
+
+async function modelGateway(values: { port?: string; host?: string }): Promise<number> {
+  const env = loadEnvironment();
+  const port = parsePort(values.port, 11437);
+  await migrate(env.DATABASE_URL);
+  const gateway = await startModelGateway({
+    databaseUrl: env.DATABASE_URL,
+    port,
+    host: values.host,
+    authorization: env.MOCKWORLD_MODEL_GATEWAY_AUTH,
+  });
+  console.log(`model gateway listening on ${gateway.url}`);
+  console.error(
+    `ledger: ${redactUrl(env.DATABASE_URL)}\n` +
+      `workers: MOCKWORLD_MODEL_GATEWAY_URL=${gateway.url} mockworld worker` +
+      `${env.MOCKWORLD_MODEL_GATEWAY_AUTH ? ' (with the same MOCKWORLD_MODEL_GATEWAY_AUTH)' : ''}\nCtrl-C to stop`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await gateway.close();
+  return 0;
+}
+
+function parsePort(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) > 65_535)
+    throw new UsageError(`--port must be a port number, got ${value}`);
+  return Number(value);
 }
 
 class UsageError extends Error {}

@@ -1,7 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http';
 
 /**
  * Temporal's remote codec protocol over HTTP, for the Temporal UI ("Remote Codec Endpoint") and
@@ -37,20 +36,11 @@ export interface CodecServer {
 /** The Temporal UI of the local stack, by both of its usual names. */
 export const DEFAULT_ALLOWED_ORIGINS = ['http://localhost:8233', 'http://127.0.0.1:8233'];
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /** Starts the server; it runs until `close()`. */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
   const origins = new Set(options.allowedOrigins ?? DEFAULT_ALLOWED_ORIGINS);
   const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
-  const expected = options.authorization === undefined ? undefined : digest(options.authorization);
+  const authorized = authorizationCheck(options.authorization);
 
   const server = http.createServer((req, res) => {
     const origin = req.headers.origin;
@@ -82,7 +72,7 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     if (req.method !== 'POST' || (route !== '/encode' && route !== '/decode')) {
       throw new HttpError(404, `no route ${req.method} ${route}; use POST /encode or POST /decode`);
     }
-    if (expected && !sameDigest(digest(req.headers.authorization ?? ''), expected)) {
+    if (!authorized(req.headers.authorization)) {
       throw new HttpError(401, 'missing or wrong Authorization header');
     }
     const payloads = parsePayloads(await readBody(req, maxBodyBytes));
@@ -96,50 +86,7 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     sendJson(res, 200, { payloads: result.map(toJson) });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const { port, address } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
-  return {
-    url: `http://${host}:${port}`,
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/** Constant-time comparison of two digests (equal lengths by construction). */
-function sameDigest(a: Buffer, b: Buffer): boolean {
-  return timingSafeEqual(a, b);
-}
-
-function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        // Stop reading; the answer closes the connection, so the rest is never buffered.
-        req.removeAllListeners('data');
-        req.pause();
-        reject(new HttpError(413, `request body larger than ${limit} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+  return listen(server, options.port, options.host ?? '127.0.0.1');
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -195,14 +142,4 @@ function toJson(payload: Payload) {
     ),
     data: Buffer.from(payload.data ?? []).toString('base64'),
   };
-}
-
-function sendJson(res: http.ServerResponse, status: number, value: unknown, close = false): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    ...(close ? { connection: 'close' } : {}),
-  });
-  res.end(text);
 }

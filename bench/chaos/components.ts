@@ -1,0 +1,401 @@
+/**
+ * The parts of the chaos harness's private stack that it kills and restarts: the Temporal dev
+ * server (same db file after a crash), supervised worker processes (CPU workers, the Python trainer
+ * worker) and the machine's PostgreSQL cluster; plus the checks around them (is PostgreSQL ours to
+ * restart, which TCP ports a process holds).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { readFile, readdir, readlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { REPO_ROOT } from '../../deploy/paths';
+import { waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server';
+
+const run = promisify(execFile);
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** `pid@hostname`: the identity Temporal's TypeScript and Python SDKs give a worker by default. */
+export function workerIdentity(pid: number): string {
+  return `${pid}@${os.hostname()}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Temporal dev server
+
+/**
+ * The harness's own dev server: its db file in the harness's temp dir, crashed and restarted on the
+ * same file. Started as deploy/temporal-dev-server.ts does (headless, warn logs), plus one setting:
+ * task queues have a single partition, so a new worker's poller shows in DescribeTaskQueue as soon
+ * as it polls (with the default four partitions it can sit unseen on another partition for a
+ * minute, and the harness would misjudge when a restarted worker serves again).
+ */
+export class TemporalServer {
+  private child: ChildProcess | undefined;
+  /** False between a crash and the restarted server answering. */
+  up = false;
+
+  constructor(readonly options: Omit<DevServerOptions, 'uiPort' | 'detached'>) {}
+
+  get address(): string {
+    return `127.0.0.1:${this.options.port}`;
+  }
+
+  async start(): Promise<void> {
+    // The port of a SIGKILLed server is free at once, but a busy machine can be slow to hand it
+    // back; a start that fails is retried a few times before it is an error.
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      try {
+        await this.startOnce();
+        this.up = true;
+        return;
+      } catch (error) {
+        lastError = error;
+        await this.crash();
+        await sleep(1_000 * attempt);
+      }
+    }
+    throw lastError;
+  }
+
+  private async startOnce(): Promise<void> {
+    const { cli, port, dbFile, logFile } = this.options;
+    const args = [
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--db-filename',
+      dbFile,
+    ];
+    args.push('--log-level', 'warn', '--headless');
+    for (const key of ['matching.numTaskqueueReadPartitions', 'matching.numTaskqueueWritePartitions']) {
+      args.push('--dynamic-config-value', `${key}=1`);
+    }
+    const log = openSync(logFile, 'a');
+    const child = spawn(cli, args, { stdio: ['ignore', log, log] });
+    closeSync(log);
+    this.child = child;
+    let exited: number | null | undefined;
+    child.once('exit', (code) => (exited = code));
+    await waitForFrontend(this.address, 60_000, () =>
+      exited !== undefined
+        ? `temporal server exited with code ${exited} before answering; see ${logFile}`
+        : undefined,
+    );
+  }
+
+  /** SIGKILL (no shutdown), then wait until the process is gone. */
+  async crash(): Promise<void> {
+    const child = this.child;
+    this.up = false;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await gone;
+  }
+
+  /** SIGTERM, SIGKILL after 10 s. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.up = false;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await gone;
+    clearTimeout(timer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Supervised processes
+
+/** One start of a supervised process. */
+export interface Started {
+  readonly child: import('node:child_process').ChildProcess;
+  /** Resolves when the process says it is ready (or at once); rejects if it exits first. */
+  readonly ready: Promise<unknown>;
+}
+
+/** A life of a supervised process: when it started, when it exited and why. */
+export interface ProcessLife {
+  readonly pid: number;
+  readonly startedAt: number;
+  exitedAt?: number;
+  /** 'killed' by the harness (a fault or the cleanup), else how it ended by itself. */
+  exit?: 'killed' | { code: number | null; signal: string | null; stderrTail: string };
+}
+
+/**
+ * A process the harness keeps alive like a node supervisor would: killed on purpose by a fault, it
+ * is started again at once; exiting by itself (e.g. a worker started while Temporal was down), it
+ * is recorded as an unplanned exit and started again after a second.
+ */
+export class Supervised {
+  private current: Started | undefined;
+  private stopping = false;
+  private killing = false;
+  readonly lives: ProcessLife[] = [];
+
+  constructor(
+    readonly name: string,
+    private readonly launch: () => Started,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  get pid(): number | undefined {
+    const child = this.current?.child;
+    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+  }
+
+  /** Exits the harness did not cause. */
+  get unplannedExits(): ProcessLife[] {
+    return this.lives.filter((l) => l.exit && l.exit !== 'killed');
+  }
+
+  start(): Started {
+    const started = this.launch();
+    this.current = started;
+    const life: ProcessLife = { pid: started.child.pid ?? -1, startedAt: Date.now() };
+    this.lives.push(life);
+    let stderr = '';
+    started.child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-2_000);
+    });
+    started.ready.catch(() => undefined);
+    started.child.once('exit', (code, signal) => {
+      life.exitedAt = Date.now();
+      if (this.killing || this.stopping) {
+        life.exit = 'killed';
+        return;
+      }
+      life.exit = { code, signal, stderrTail: stderr };
+      this.log(
+        `${this.name} (pid ${life.pid}) exited by itself (code ${code}, signal ${signal}); restarting`,
+      );
+      setTimeout(() => {
+        if (!this.stopping && this.current === started) this.start();
+      }, 1_000);
+    });
+    return started;
+  }
+
+  /** SIGKILL, wait until it is gone, start a new one; returns the new start. */
+  async killAndRestart(): Promise<{ killedPid: number | undefined; next: Started }> {
+    const killedPid = await this.kill();
+    return { killedPid, next: this.start() };
+  }
+
+  private async kill(): Promise<number | undefined> {
+    const child = this.current?.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return undefined;
+    this.killing = true;
+    try {
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await gone;
+    } finally {
+      this.killing = false;
+    }
+    return child.pid;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.kill();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TCP ports of a process (which connections, and so which answers, a killed process held)
+
+async function socketInodes(pid: number): Promise<Set<string>> {
+  const inodes = new Set<string>();
+  let fds: string[];
+  try {
+    fds = await readdir(`/proc/${pid}/fd`);
+  } catch {
+    return inodes;
+  }
+  await Promise.all(
+    fds.map(async (fd) => {
+      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+      if (inode) inodes.add(inode);
+    }),
+  );
+  return inodes;
+}
+
+/** Local TCP ports of every socket process `pid` holds (Linux /proc; empty elsewhere). */
+export async function tcpPortsOf(pid: number): Promise<number[]> {
+  const inodes = await socketInodes(pid);
+  if (inodes.size === 0) return [];
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await readFile(table, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || !inodes.has(fields[9]!)) continue;
+      const port = parseInt(fields[1]!.split(':')[1]!, 16);
+      if (Number.isFinite(port)) ports.add(port);
+    }
+  }
+  return [...ports];
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL: the machine's cluster, restarted by pg_ctlcluster
+
+/** The Debian cluster (version, name) listening on `port`, from `pg_lsclusters`. */
+export async function findCluster(port: number): Promise<{ version: string; cluster: string }> {
+  const { stdout } = await run('pg_lsclusters', ['--no-header']);
+  for (const line of stdout.split('\n')) {
+    const [version, cluster, clusterPort] = line.trim().split(/\s+/);
+    if (version && cluster && Number(clusterPort) === port) return { version, cluster };
+  }
+  throw new Error(`no PostgreSQL cluster on port ${port} in pg_lsclusters:\n${stdout}`);
+}
+
+/** Opens and closes one connection; true when PostgreSQL accepts it. */
+export async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Restarts the cluster with `pg_ctlcluster --skip-systemctl-redirect -m <mode> V C restart`. The
+ * command runs in its own process group, so a Ctrl-C of the harness cannot leave it half done.
+ */
+export function restartPostgres(
+  cluster: { version: string; cluster: string },
+  mode: 'fast' | 'immediate',
+): Promise<void> {
+  return pgCtl(cluster, ['-m', mode], 'restart');
+}
+
+/** Starts the cluster if it is down (cleanup after an interrupted restart). */
+export function startPostgres(cluster: { version: string; cluster: string }): Promise<void> {
+  return pgCtl(cluster, [], 'start');
+}
+
+function pgCtl(
+  cluster: { version: string; cluster: string },
+  options: string[],
+  action: string,
+): Promise<void> {
+  const argv = ['--skip-systemctl-redirect', ...options, cluster.version, cluster.cluster, action];
+  return new Promise((resolve, reject) => {
+    const child = spawn('pg_ctlcluster', argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`pg_ctlcluster ${argv.join(' ')} exited with ${code}: ${output}`)),
+    );
+  });
+}
+
+/** A process on this machine whose command line marks it as another test or benchmark run. */
+export interface OtherUser {
+  readonly pid: number;
+  readonly command: string;
+}
+
+/** Command lines that mean someone else is using PostgreSQL for tests or benchmarks. */
+const OTHER_USER_PATTERN = /vitest|\b(tsx|node)\b.*\bbench\//;
+
+async function processTable(): Promise<Map<number, { ppid: number; command: string }>> {
+  const { stdout } = await run('ps', ['-eo', 'pid=,ppid=,args='], { maxBuffer: 16 * 1024 * 1024 });
+  const table = new Map<number, { ppid: number; command: string }>();
+  for (const line of stdout.split('\n')) {
+    const match = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
+    if (match) table.set(Number(match[1]), { ppid: Number(match[2]), command: match[3]! });
+  }
+  return table;
+}
+
+/**
+ * Test and benchmark runs (vitest, bench/*) on this machine that are not this run: this process,
+ * its ancestors, and every descendant of its highest test/bench ancestor (a vitest run's own
+ * workers, `npx` wrappers) are ours.
+ */
+export async function otherPostgresUsers(): Promise<OtherUser[]> {
+  const table = await processTable();
+  const ancestors: number[] = [];
+  for (let pid: number | undefined = process.pid; pid && pid > 1 && !ancestors.includes(pid);) {
+    ancestors.push(pid);
+    pid = table.get(pid)?.ppid;
+  }
+  const root =
+    [...ancestors].reverse().find((pid) => OTHER_USER_PATTERN.test(table.get(pid)?.command ?? '')) ??
+    process.pid;
+  const ours = new Set(ancestors);
+  const children = new Map<number, number[]>();
+  for (const [pid, { ppid }] of table) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    ours.add(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return [...table]
+    .filter(
+      ([pid, { command }]) => !ours.has(pid) && OTHER_USER_PATTERN.test(command) && !/^ps /.test(command),
+    )
+    .map(([pid, { command }]) => ({ pid, command: command.slice(0, 160) }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model gateway
+
+/** `mockworld gateway` in its own process on a free port; `url` resolves once it listens. */
+export function startModelGatewayProcess(env: Record<string, string>): {
+  readonly url: Promise<string>;
+  kill(): Promise<void>;
+} {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(REPO_ROOT, 'workers', 'cli', 'main.ts'), 'gateway', '--port', '0'],
+    { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const url = new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4_000);
+      const found = /model gateway listening on (http:\/\/\S+)/.exec(output);
+      if (found) resolve(found[1]!);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`model gateway exited with ${code}:\n${output}`)));
+  });
+  return {
+    url,
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await gone;
+    },
+  };
+}

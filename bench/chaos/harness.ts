@@ -1,0 +1,1007 @@
+/**
+ * The chaos harness: a private stack (its own Temporal dev server on its own db file, its own fresh
+ * PostgreSQL database, scripted model servers with random faults, two CPU worker processes, the
+ * Python trainer worker and policy server), a synthesis run and a GRPO run going at once, and
+ * faults injected at seeded random points while they run:
+ *
+ *   (a) cpu-worker-kill   SIGKILL a CPU worker process, start a new one
+ *   (b) trainer-kill      SIGKILL the Python trainer worker, start a new one
+ *   (c) temporal-restart  SIGKILL the dev server, start it again on the same db file
+ *   (d) postgres-restart  restart the machine's PostgreSQL cluster (pg_ctlcluster)
+ *   (e) model faults      every model request has a seeded chance of 429 / 5xx / hang / broken body
+ *
+ * Afterwards it audits PostgreSQL, the histories, the checkpoints and the model servers' counts
+ * (audit.ts). Used by `bench/chaos.ts` (full size) and `test/integration/chaos.test.ts` (CI size).
+ *
+ * A PostgreSQL restart drops every connection on the machine, so the harness restarts it only while
+ * no other test or benchmark run is on the machine (components.ts `otherPostgresUsers`): it waits
+ * for such a window before it starts, and postpones a restart while someone else is running.
+ * Nothing of the default stack (~/.mockworld, port 7233, the `mockworld` database) is touched.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { registerSearchAttributes } from '../../deploy/search-attributes';
+import { ensureTemporalCli } from '../../deploy/temporal-cli';
+import { startCountingProxy, type CountingProxy } from '../../test/support/counting-proxy';
+import { createTestDatabase, query, type TestDatabase } from '../../test/support/database';
+import {
+  startModelServer,
+  type FaultKind,
+  type ModelServer,
+  type ModelServerStats,
+} from '../../test/support/model-server';
+import { freePort } from '../../test/support/ports';
+import { startPython } from '../../test/support/python-process';
+import { scriptedPersonas, synthesisScript } from '../../test/support/synthesis-script';
+import { startWorkerProcess } from '../../test/support/worker-process';
+import {
+  auditGrpo,
+  auditMappings,
+  auditModelCalls,
+  auditSynthesis,
+  replayRuns,
+  type KillRecord,
+  type MappingAudit,
+  type ModelCallAudit,
+  type RunAudit,
+  type RunRecord,
+} from './audit';
+import {
+  findCluster,
+  otherPostgresUsers,
+  startModelGatewayProcess,
+  postgresAnswers,
+  restartPostgres,
+  sleep,
+  startPostgres,
+  Supervised,
+  tcpPortsOf,
+  TemporalServer,
+  workerIdentity,
+  type ProcessLife,
+} from './components';
+import { TemporalObserver, type ActivityRetry, type PendingActivity } from './observe';
+import { grpoScript, grpoSpec, insertFixtureTasks, synthesisSpec, type WorkloadOptions } from './workload';
+
+/** The injected faults, (a)–(d). */
+export const FAULT_KINDS = [
+  'cpu-worker-kill',
+  'trainer-kill',
+  'temporal-restart',
+  'postgres-restart',
+] as const;
+export type ChaosFaultKind = (typeof FAULT_KINDS)[number];
+
+/** The model-server faults drawn at random: all transport-level, so none may change an outcome. */
+export const DEFAULT_MODEL_FAULTS: readonly FaultKind[] = [
+  'rate-limit',
+  'server-error',
+  'hang',
+  'truncated-body',
+  'malformed-body',
+];
+
+export interface ChaosOptions {
+  /** Faults of each kind (a)–(d) to inject. */
+  readonly faultsPerKind: number;
+  readonly seed: number;
+  readonly kinds: readonly ChaosFaultKind[];
+  /** Mean time between two faults of one kind (each gap uniform in 0.5–1.5 x this). */
+  readonly meanGapMs: number;
+  /** Time after the runs start before the first fault. */
+  readonly warmupMs: number;
+  /** Of the trainer kills, how many (the first ones) wait up to 60 s for a trainer step to be running. */
+  readonly trainerInStepKills: number;
+  /**
+   * The other trainer kills wait up to 60 s for no step to be running. A kill inside a step costs
+   * the step's heartbeat timeout (workflows/trainer.ts); the CI-sized run avoids that to stay short.
+   */
+  readonly trainerKillsAvoidSteps: boolean;
+  /** Chance that a model request gets a fault, and the kinds drawn. */
+  readonly modelFaults: { readonly probability: number; readonly kinds: readonly FaultKind[] };
+  readonly workload: WorkloadOptions;
+  /** When a run finishes before the fault schedule does, start another of its kind (up to `maxRounds`). */
+  readonly keepRunsGoing: boolean;
+  readonly maxRounds: number;
+  /** After the last fault, how long the runs in progress get to finish. */
+  readonly drainTimeoutMs: number;
+  /** How long a fault's recovery is watched before it counts as not recovered. */
+  readonly recoveryTimeoutMs: number;
+  /** How long to wait, before starting, for no other test run on the machine (PostgreSQL restarts only). */
+  readonly quietWaitMs: number;
+  readonly postgresMode: 'fast' | 'immediate';
+  readonly cpuWorkers: number;
+  /**
+   * CPU workers call the models through one `mockworld gateway` process (not a fault target),
+   * which records an answer paid for while its worker is killed; false = each worker calls the
+   * endpoints itself, and an answer on the wire at a kill is paid again.
+   */
+  readonly modelGateway: boolean;
+  /** Path of the temporal binary; default: the project's (deploy/temporal-cli.ts). */
+  readonly temporalCli?: string;
+  readonly log: (line: string) => void;
+}
+
+export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'log'> = {
+  faultsPerKind: 10,
+  seed: 1,
+  kinds: FAULT_KINDS,
+  meanGapMs: 30_000,
+  warmupMs: 10_000,
+  trainerInStepKills: 2,
+  trainerKillsAvoidSteps: false,
+  modelFaults: { probability: 0.2, kinds: DEFAULT_MODEL_FAULTS },
+  workload: {
+    synthesisTasks: 20,
+    demonstrations: 2,
+    synthesisConcurrency: 4,
+    grpoIterations: 3,
+    grpoTasks: 2,
+    grpoRollouts: 4,
+  },
+  keepRunsGoing: true,
+  maxRounds: 6,
+  drainTimeoutMs: 8 * 60_000,
+  recoveryTimeoutMs: 5 * 60_000,
+  quietWaitMs: 5 * 60_000,
+  postgresMode: 'fast',
+  cpuWorkers: 2,
+  modelGateway: true,
+};
+
+/** One injected fault and what followed. */
+export interface FaultRecord {
+  readonly kind: ChaosFaultKind;
+  /** 1-based number among the faults of its kind. */
+  readonly seq: number;
+  /** Seconds since the harness started the runs. */
+  readonly atS: number;
+  readonly detail: string;
+  /** Runs of the workload in progress when it landed. */
+  readonly runsInProgress: number;
+  /** From injection until the killed part serves again (worker polling, server answering, database accepting). */
+  backMs?: number;
+  /** Activities the fault cut off (a, b): running on the killed process at the kill. */
+  interrupted?: number;
+  /**
+   * From injection until the work resumed; undefined: not recovered. (a), (b): every activity the
+   * killed process was running started again on a live worker (or finished), and a worker serves
+   * the queue; (c): a run records finished work on the restarted server; (d): the pipeline writes
+   * to PostgreSQL again.
+   */
+  recoveryMs?: number;
+  readonly notes: string[];
+}
+
+export interface ChaosResult {
+  readonly options: Omit<ChaosOptions, 'log'>;
+  readonly startedAt: string;
+  /** When the runs started (ms since epoch): `atS` of the faults counts from here. */
+  readonly runsStartedAt: number;
+  readonly durationS: number;
+  readonly runs: RunRecord[];
+  readonly audits: RunAudit[];
+  readonly faults: FaultRecord[];
+  /** Faults of a kind that were due but not injected, and why. */
+  readonly skipped: Array<{ kind: ChaosFaultKind; reason: string }>;
+  readonly modelCalls: ModelCallAudit;
+  readonly mappings: MappingAudit;
+  /**
+   * Activity attempts after the first, with why the one before failed; `afterKill` when a kill of a
+   * process that runs that activity type came in the 90 s before (its heartbeat timeout explains it).
+   */
+  readonly activityRetries: Array<ActivityRetry & { atS: number; afterKill: boolean }>;
+  readonly modelServers: Record<
+    string,
+    Pick<ModelServerStats, 'total' | 'faults' | 'answered' | 'abandoned'>
+  >;
+  readonly unplannedExits: Array<{
+    process: string;
+    pid: number;
+    atS: number;
+    code: number | null;
+    signal: string | null;
+    stderrTail: string;
+  }>;
+}
+
+/** A harness instance: `run()` once; `cleanup()` (idempotent) stops and removes everything it started. */
+export interface Chaos {
+  run(): Promise<ChaosResult>;
+  cleanup(): Promise<void>;
+}
+
+/** A small seeded generator (mulberry32): the fault schedule is reproducible from the seed. */
+export function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const ADMIN_URL = process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export function createChaos(options: ChaosOptions): Chaos {
+  const log = options.log;
+  const cleanups: Array<{ name: string; fn: () => Promise<void> }> = [];
+  const supervised: Supervised[] = [];
+  let stopping = false;
+  let cleaning: Promise<void> | undefined;
+  let pgRestart: Promise<void> | undefined;
+  let cluster: { version: string; cluster: string } | undefined;
+
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      stopping = true;
+      for (const s of supervised) s.stop().catch(() => undefined); // no restarts from here on
+      for (const { name, fn } of cleanups.reverse()) {
+        try {
+          await fn();
+        } catch (error) {
+          log(`cleanup: ${name}: ${(error as Error).message}`);
+        }
+      }
+    })());
+
+  const defer = (name: string, fn: () => Promise<void>) => cleanups.push({ name, fn });
+
+  /** After a restart that was cut short (Ctrl-C, a failure), PostgreSQL is started again. */
+  const ensurePostgresUp = async () => {
+    await pgRestart?.catch(() => undefined);
+    if (!cluster || (await until(() => postgresAnswers(ADMIN_URL), 10_000).catch(() => false))) return;
+    log('cleanup: PostgreSQL is down; starting it');
+    await startPostgres(cluster).catch((error: Error) => log(`cleanup: ${error.message}`));
+    await until(() => postgresAnswers(ADMIN_URL), 60_000);
+  };
+
+  async function run(): Promise<ChaosResult> {
+    const started = Date.now();
+    let runsStartedAt = started;
+    const seconds = (t: number) => Math.round((t - runsStartedAt) / 100) / 10;
+    try {
+      // The machine's PostgreSQL is restarted only when this is the only test run on it.
+      if (options.kinds.includes('postgres-restart') && options.faultsPerKind > 0) {
+        cluster = await findCluster(Number(new URL(ADMIN_URL).port || 5432));
+        await waitForQuiet(options.quietWaitMs, log);
+        defer('PostgreSQL up again', ensurePostgresUp);
+      }
+      // Workers and the trainer get exactly the settings below, never the caller's payload key.
+      delete process.env.MOCKWORLD_PAYLOAD_KEY;
+
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-chaos-'));
+      defer('temp dir', () => rm(dir, { recursive: true, force: true }));
+      const home = path.join(dir, 'home');
+      const checkpoints = path.join(dir, 'checkpoints');
+      await mkdir(home, { recursive: true });
+      log(`state in ${dir}`);
+
+      const temporal = new TemporalServer({
+        cli: options.temporalCli ?? (await ensureTemporalCli(log)),
+        port: await freePort(),
+        dbFile: path.join(dir, 'temporal.db'),
+        logFile: path.join(dir, 'temporal.log'),
+      });
+      defer('Temporal dev server', () => temporal.stop());
+      await temporal.start();
+      const connection = await Connection.connect({ address: temporal.address });
+      await registerSearchAttributes(connection, 'default');
+      const client = new Client({ connection });
+      const observer = new TemporalObserver(connection, client);
+      defer('Temporal connection', () => observer.close());
+      log(`Temporal dev server at ${temporal.address}`);
+
+      const db: TestDatabase = await createTestDatabase('mw_chaos');
+      defer('database', async () => {
+        await ensurePostgresUp();
+        await db.drop();
+      });
+      await insertFixtureTasks(db.url, options.workload.grpoTasks);
+      log(`database ${new URL(db.url).pathname.slice(1)}`);
+
+      const personas = path.join(dir, 'personas.jsonl');
+      await writeFile(personas, scriptedPersonas(options.workload.synthesisTasks, false));
+      const servers: Record<string, ModelServer> = {
+        synthesis: await startModelServer({
+          script: synthesisScript,
+          latencyMs: 150,
+          log: false,
+          logDeliveries: true,
+        }),
+        grpo: await startModelServer({ script: grpoScript, latencyMs: 100, log: false, logDeliveries: true }),
+      };
+      for (const [i, server] of Object.values(servers).entries()) {
+        defer('model server', () => server.close());
+        if (options.modelFaults.probability > 0) {
+          server.setRandomFaults({
+            probability: options.modelFaults.probability,
+            kinds: options.modelFaults.kinds,
+            seed: options.seed * 7919 + i,
+          });
+        }
+      }
+
+      const env: Record<string, string> = {
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: 'default',
+        DATABASE_URL: db.url,
+        MOCKWORLD_TASK_QUEUE: 'chaos-cpu',
+        MOCKWORLD_GPU_TASK_QUEUE: 'chaos-gpu',
+        MOCKWORLD_HOME: home,
+        MOCKWORLD_CHECKPOINT_DIR: checkpoints,
+        MOCKWORLD_TRAINER_DEVICE: 'cpu',
+      };
+      if (options.modelGateway) {
+        const gateway = startModelGatewayProcess(env);
+        defer('model gateway', () => gateway.kill());
+        env.MOCKWORLD_MODEL_GATEWAY_URL = await gateway.url;
+      }
+      const policy = startPython(
+        'workers.trainer.policy_server',
+        ['--any-run', '--port', '0', '--base', 'tiny', '--default-max-tokens', '32'],
+        env,
+        /policy server for runs under/,
+      );
+      defer('policy server', () => policy.kill('SIGKILL'));
+      const policyUrl = /(http:\/\/\S+\/v1)/.exec(await policy.ready)?.[1];
+      if (!policyUrl) throw new Error(`no URL in the policy server's first line: ${await policy.ready}`);
+      const proxy: CountingProxy = await startCountingProxy(policyUrl, {
+        latencyMs: 100,
+        keepHeaders: ['x-policy-version', 'x-run-id'],
+      });
+      defer('policy proxy', () => proxy.close());
+
+      const trainer = new Supervised(
+        'trainer worker',
+        () => startPython('workers.trainer.worker', [], env, /trainer worker:/),
+        log,
+      );
+      const workers = Array.from(
+        { length: options.cpuWorkers },
+        (_, i) =>
+          new Supervised(
+            `cpu worker ${i + 1}`,
+            () => {
+              const w = startWorkerProcess(env);
+              return { child: w.child, ready: Promise.resolve() };
+            },
+            log,
+          ),
+      );
+      supervised.push(trainer, ...workers);
+      defer('worker processes', async () => {
+        await Promise.all(supervised.map((s) => s.stop()));
+      });
+      trainer.start();
+      for (const w of workers) w.start();
+      /** Pids of worker processes seen polling their task queue: ready to serve, and to be killed. */
+      const ready = new Set<number>();
+      const polling = (s: Supervised, queue: string) => async () => {
+        const pid = s.pid;
+        if (pid === undefined) return false;
+        if (!ready.has(pid) && (await observer.polling(queue, workerIdentity(pid), 'activity')))
+          ready.add(pid);
+        return ready.has(pid);
+      };
+      await until(async () => {
+        const all = await Promise.all([
+          polling(trainer, env.MOCKWORLD_GPU_TASK_QUEUE!)(),
+          ...workers.map((w) => polling(w, env.MOCKWORLD_TASK_QUEUE!)()),
+        ]);
+        return all.every(Boolean);
+      }, 180_000);
+      log(`${workers.length} CPU workers and the trainer worker are polling; policy server at ${policyUrl}`);
+
+      // ---------------------------------------------------------------------------------------
+      // The workload: a synthesis run and a GRPO run at once; another of a kind when one ends early.
+      const runs: RunRecord[] = [];
+      let scheduleDone = false;
+      const runsInProgress = () => runs.filter((r) => r.status === undefined).length;
+      const stamp = Date.now().toString(36);
+
+      const startRun = async (kind: RunRecord['kind'], round: number): Promise<RunRecord> => {
+        const workflowId = `chaos-${kind === 'Synthesis' ? 'synthesis' : 'grpo'}-${stamp}-r${round}`;
+        const spec =
+          kind === 'Synthesis'
+            ? synthesisSpec(options.workload, personas, servers.synthesis!.url, round)
+            : grpoSpec(
+                options.workload,
+                workflowId,
+                servers.grpo!.url,
+                proxy.url,
+                env.MOCKWORLD_GPU_TASK_QUEUE!,
+                round,
+              );
+        await until(async () => {
+          try {
+            await observer.deadline(10_000, () =>
+              client.workflow.start(kind, { args: [spec], taskQueue: env.MOCKWORLD_TASK_QUEUE!, workflowId }),
+            );
+            return true;
+          } catch (error) {
+            if (error instanceof WorkflowExecutionAlreadyStartedError) return true; // the first try got through
+            return false;
+          }
+        }, 120_000);
+        const record: RunRecord = { kind, workflowId, round, startedAt: Date.now() };
+        runs.push(record);
+        log(`started ${workflowId}`);
+        return record;
+      };
+
+      const waitClosed = async (record: RunRecord, deadline: () => number) => {
+        for (;;) {
+          if (stopping) throw new Error('the harness is stopping');
+          const status = await observer.status(record.workflowId, 5_000);
+          if (status && status !== 'RUNNING' && status !== 'NOT_FOUND') {
+            record.status = status;
+            break;
+          }
+          if (Date.now() > deadline()) {
+            record.status = 'TIMED_OUT';
+            const view = await observer.describe(record.workflowId);
+            record.error = `not closed by the harness's deadline; pending: ${JSON.stringify(view?.pending ?? 'unknown')}`;
+            break;
+          }
+          await sleep(2_000);
+        }
+        record.closedAt = Date.now();
+        const handle = client.workflow.getHandle(record.workflowId);
+        if (record.status === 'COMPLETED') {
+          record.result = await until(
+            () => observer.deadline(10_000, () => handle.result()).catch(() => undefined),
+            60_000,
+          );
+        } else if (record.status !== 'TIMED_OUT') {
+          record.error = await observer
+            .deadline(10_000, () => handle.result())
+            .then(
+              () => 'closed without failing',
+              (error: Error) => `${error.message}${error.cause ? `: ${(error.cause as Error).message}` : ''}`,
+            );
+        }
+        log(
+          `${record.workflowId} ${record.status} after ${((record.closedAt - record.startedAt) / 1000).toFixed(0)} s`,
+        );
+      };
+
+      let drainDeadline = Number.POSITIVE_INFINITY;
+      const chain = async (kind: RunRecord['kind']) => {
+        for (let round = 0; round < options.maxRounds && !stopping; round++) {
+          if (round > 0 && (scheduleDone || !options.keepRunsGoing)) break;
+          const record = await startRun(kind, round);
+          await waitClosed(record, () => drainDeadline);
+        }
+      };
+      runsStartedAt = Date.now();
+      const chains = Promise.all([chain('Synthesis'), chain('GrpoTraining')]);
+      chains.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+
+      // ---------------------------------------------------------------------------------------
+      // The faults.
+      const faults: FaultRecord[] = [];
+      const skipped: ChaosResult['skipped'] = [];
+      const kills: KillRecord[] = [];
+      const watches: Promise<void>[] = [];
+      const monitors = {
+        push: (watch: Promise<void>) =>
+          watches.push(watch.catch((error: Error) => log(`watching a recovery failed: ${error.message}`))),
+      };
+      /** A fault's recovery is watched for `recoveryTimeoutMs`, and no longer than 30 s after the last run ended. */
+      let workloadDoneAt = Number.POSITIVE_INFINITY;
+      const watchUntil = (at: number) => () =>
+        stopping ? 0 : Math.min(at + options.recoveryTimeoutMs, workloadDoneAt + 30_000);
+
+      /**
+       * (a), (b): recovered when every activity the killed process was running has started again
+       * (or finished) and the queue has a worker serving it: another one that was ready at the kill,
+       * else the replacement (`serving`).
+       */
+      const watchActivities = async (
+        record: FaultRecord,
+        at: number,
+        identity: string,
+        before: PendingActivity[] | undefined,
+        serving: Promise<number | undefined>,
+      ) => {
+        let affected = before;
+        if (!affected) {
+          // Temporal was down at the kill: read the victim's activities as soon as it answers again.
+          const views = await until(() => observer.snapshot(), options.recoveryTimeoutMs);
+          affected = views.flatMap((v) => v.pending.filter((a) => a.identity === identity));
+          record.notes.push('activities read after the kill (Temporal was down at the kill)');
+        }
+        record.interrupted = affected.length;
+        const resumedAt = await activitiesResumed(observer, affected, watchUntil(at));
+        const servingAt = await serving;
+        if (resumedAt !== undefined && servingAt !== undefined)
+          record.recoveryMs = Math.max(resumedAt, servingAt) - at;
+        else
+          record.notes.push(
+            resumedAt === undefined
+              ? 'interrupted activities not resumed in time'
+              : 'replacement never polled',
+          );
+      };
+
+      const waitPolling = async (queue: string, pid: number | undefined, at: number, record: FaultRecord) => {
+        if (pid === undefined) return undefined;
+        try {
+          await until(
+            () => observer.polling(queue, workerIdentity(pid), 'activity'),
+            options.recoveryTimeoutMs,
+            250,
+          );
+          ready.add(pid);
+          const now = Date.now();
+          record.backMs = now - at;
+          return now;
+        } catch {
+          return undefined;
+        }
+      };
+
+      const injectors: Record<
+        ChaosFaultKind,
+        (seq: number, random: () => number) => Promise<'done' | 'later'>
+      > = {
+        'cpu-worker-kill': async (seq, random) => {
+          const candidates = workers.filter((w) => w.pid !== undefined && ready.has(w.pid));
+          if (candidates.length === 0) return 'later';
+          const victim = candidates[Math.floor(random() * candidates.length)]!;
+          const pid = victim.pid!;
+          const othersServing = candidates.length > 1;
+          const identity = workerIdentity(pid);
+          const views = temporal.up ? await observer.snapshot(3_000) : undefined;
+          const before = views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
+          const ports = await tcpPortsOf(pid);
+          const at = Date.now();
+          const kill: KillRecord = { pid, at, ports };
+          kills.push(kill);
+          const { next } = await victim.killAndRestart();
+          kill.diedAt = Date.now();
+          const record: FaultRecord = {
+            kind: 'cpu-worker-kill',
+            seq,
+            atS: seconds(at),
+            detail: `${victim.name} pid ${pid} (${before?.length ?? '?'} activities running on it)`,
+            runsInProgress: runsInProgress(),
+            notes: [],
+          };
+          faults.push(record);
+          log(`fault (a) #${seq}: SIGKILL ${record.detail}`);
+          const back = waitPolling(env.MOCKWORLD_TASK_QUEUE!, next.child.pid, at, record);
+          monitors.push(
+            watchActivities(record, at, identity, before, othersServing ? Promise.resolve(at) : back),
+          );
+          await back;
+          return 'done';
+        },
+
+        'trainer-kill': async (seq, random) => {
+          if (trainer.pid === undefined || !ready.has(trainer.pid)) return 'later';
+          void random;
+          // A step on this trainer process (one started on a killed one stays "started" until it times out).
+          const stepRunning = async () => {
+            const views = temporal.up ? await observer.snapshot(3_000) : undefined;
+            const identity = trainer.pid === undefined ? '' : workerIdentity(trainer.pid);
+            return views?.some((v) =>
+              v.pending.some((a) => a.started && a.type === 'trainer.grpoStep' && a.identity === identity),
+            );
+          };
+          const wantStep = seq <= options.trainerInStepKills;
+          if (wantStep || options.trainerKillsAvoidSteps) {
+            // Wait (bounded) for a step to be running (or for none to be), so the kill lands where asked.
+            const deadline = Date.now() + 60_000;
+            while (Date.now() < deadline && !stopping && (await stepRunning()) !== wantStep) await sleep(250);
+          }
+          const inStep = (await stepRunning()) === true;
+          const pid = trainer.pid;
+          if (pid === undefined) return 'later';
+          const identity = workerIdentity(pid);
+          const views = temporal.up ? await observer.snapshot(3_000) : undefined;
+          const before = views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
+          const at = Date.now();
+          const { next } = await trainer.killAndRestart();
+          const record: FaultRecord = {
+            kind: 'trainer-kill',
+            seq,
+            atS: seconds(at),
+            detail: `pid ${pid}${inStep ? ', inside a trainer step' : ''} (${before?.length ?? '?'} activities running on it)`,
+            runsInProgress: runsInProgress(),
+            notes: [],
+          };
+          faults.push(record);
+          log(`fault (b) #${seq}: SIGKILL trainer ${record.detail}`);
+          const back = waitPolling(env.MOCKWORLD_GPU_TASK_QUEUE!, next.child.pid, at, record);
+          monitors.push(watchActivities(record, at, identity, before, back));
+          await back;
+          return 'done';
+        },
+
+        'temporal-restart': async (seq) => {
+          const views = await observer.snapshot(3_000);
+          const at = Date.now();
+          await temporal.crash();
+          const record: FaultRecord = {
+            kind: 'temporal-restart',
+            seq,
+            atS: seconds(at),
+            detail: `dev server SIGKILLed with ${views?.length ?? '?'} workflows running`,
+            runsInProgress: runsInProgress(),
+            notes: [],
+          };
+          faults.push(record);
+          log(`fault (c) #${seq}: ${record.detail}`);
+          await temporal.start();
+          const backAt = Date.now();
+          record.backMs = backAt - at;
+          monitors.push(
+            (async () => {
+              const watched = [
+                ...(views ?? []).map((v) => v.workflowId),
+                ...runs.filter((r) => r.status === undefined).map((r) => r.workflowId),
+              ];
+              const doneAt = await historyProgress(observer, watched, at, watchUntil(at));
+              if (doneAt !== undefined) record.recoveryMs = doneAt - at;
+              else record.notes.push('no work completed in time after the restart');
+            })(),
+          );
+          return 'done';
+        },
+
+        'postgres-restart': async (seq) => {
+          const others = await otherPostgresUsers();
+          if (others.length) {
+            log(
+              `fault (d) #${seq} postponed: other test runs on the machine: ${others.map((o) => `${o.pid} ${o.command}`).join('; ')}`,
+            );
+            return 'later';
+          }
+          const at = Date.now();
+          const record: FaultRecord = {
+            kind: 'postgres-restart',
+            seq,
+            atS: seconds(at),
+            detail: `pg_ctlcluster -m ${options.postgresMode} ${cluster!.version} ${cluster!.cluster} restart`,
+            runsInProgress: runsInProgress(),
+            notes: [],
+          };
+          faults.push(record);
+          log(`fault (d) #${seq}: ${record.detail}`);
+          pgRestart = restartPostgres(cluster!, options.postgresMode);
+          await pgRestart;
+          await until(() => postgresAnswers(db.url), 120_000);
+          const backAt = Date.now();
+          record.backMs = backAt - at;
+          monitors.push(
+            (async () => {
+              const doneAt = await databaseProgress(db.url, backAt, watchUntil(at), record.notes);
+              if (doneAt !== undefined) record.recoveryMs = doneAt - at;
+              else record.notes.push('no write to the database in time after the restart');
+            })(),
+          );
+          return 'done';
+        },
+      };
+
+      await schedule(
+        options,
+        injectors,
+        () => stopping,
+        (kind, reason) => skipped.push({ kind, reason }),
+        log,
+      );
+      scheduleDone = true;
+      log(`all faults injected; waiting for the runs in progress`);
+      drainDeadline = Date.now() + options.drainTimeoutMs;
+      await chains;
+      workloadDoneAt = Date.now();
+      await Promise.all(watches);
+
+      // ---------------------------------------------------------------------------------------
+      // The audit.
+      log('auditing');
+      const audits: RunAudit[] = [];
+      const auditStarted = Date.now();
+      const replays = await replayRuns(
+        checkpoints,
+        runs.filter((r) => r.kind === 'GrpoTraining').map((r) => r.workflowId),
+        env,
+      );
+      log(
+        `replayed the trainer steps of ${replays.size} GRPO runs in ${((Date.now() - auditStarted) / 1000).toFixed(0)} s`,
+      );
+      for (const record of runs) {
+        audits.push(
+          record.kind === 'Synthesis'
+            ? await auditSynthesis(
+                db.url,
+                observer,
+                record,
+                options.workload.synthesisTasks,
+                options.workload.demonstrations,
+                home,
+              )
+            : await auditGrpo(
+                db.url,
+                observer,
+                record,
+                {
+                  iterations: options.workload.grpoIterations,
+                  tasks: options.workload.grpoTasks,
+                  rollouts: options.workload.grpoRollouts,
+                },
+                checkpoints,
+                replays,
+              ),
+        );
+      }
+      const modelCalls = await auditModelCalls(
+        db.url,
+        [
+          {
+            name: 'synthesis model server',
+            url: servers.synthesis!.url,
+            answers: servers.synthesis!.deliveries,
+            arrivals: servers.synthesis!.arrivals,
+          },
+          {
+            name: 'GRPO model server',
+            url: servers.grpo!.url,
+            answers: servers.grpo!.deliveries,
+            arrivals: servers.grpo!.arrivals,
+          },
+          {
+            name: 'policy server (via proxy)',
+            url: proxy.url,
+            // The same prompt under another policy version is another call (the ledger keys it so).
+            answers: proxy.answers
+              .filter((a) => a.status === 200)
+              .map((a) => ({ ...a, bodyHash: `${a.bodyHash}@${a.headers['x-policy-version']}` })),
+          },
+        ],
+        kills,
+      );
+      const mappings = await auditMappings(db.url);
+      const retries = await observer.activityRetries().catch((error: Error) => {
+        log(`could not read the activity retries: ${error.message}`);
+        return [] as ActivityRetry[];
+      });
+      const activityRetries = retries.map((r) => {
+        const kind = r.type.startsWith('trainer.') ? 'trainer-kill' : 'cpu-worker-kill';
+        const atS = seconds(r.startedAt);
+        const afterKill = faults.some((f) => f.kind === kind && f.atS <= atS && atS - f.atS <= 90);
+        return { ...r, atS, afterKill };
+      });
+      log(`audit done in ${((Date.now() - auditStarted) / 1000).toFixed(0)} s`);
+      const unplannedExits = supervised.flatMap((s) =>
+        s.unplannedExits.map((l: ProcessLife) => {
+          const exit = l.exit as Exclude<ProcessLife['exit'], 'killed' | undefined>;
+          return {
+            process: s.name,
+            pid: l.pid,
+            atS: seconds(l.exitedAt!),
+            code: exit.code,
+            signal: exit.signal,
+            stderrTail: exit.stderrTail,
+          };
+        }),
+      );
+      const { log: _log, ...recorded } = options;
+      return {
+        options: recorded,
+        startedAt: new Date(started).toISOString(),
+        runsStartedAt,
+        durationS: Math.round((Date.now() - started) / 1000),
+        runs,
+        audits,
+        faults: faults.sort((x, y) => x.atS - y.atS),
+        skipped,
+        modelCalls,
+        mappings,
+        activityRetries,
+        modelServers: Object.fromEntries(
+          [
+            ...Object.entries(servers).map(([k, s]) => [k, s.stats] as const),
+            ['policy proxy', { ...proxy.stats, faults: {} }] as const,
+          ].map(([k, s]) => [
+            k,
+            {
+              total: s.total,
+              faults: 'faults' in s ? s.faults : {},
+              answered: s.answered,
+              abandoned: s.abandoned,
+            },
+          ]),
+        ),
+        unplannedExits,
+      };
+    } finally {
+      await cleanup();
+    }
+  }
+
+  return { run, cleanup };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Polls `check` until it returns a truthy value; throws after `timeoutMs`. */
+async function until<T>(
+  check: () => Promise<T | undefined | false | null>,
+  timeoutMs: number,
+  intervalMs = 500,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(intervalMs);
+  }
+}
+
+/** Waits until no other test or benchmark run is on the machine, or fails saying who is there. */
+async function waitForQuiet(timeoutMs: number, log: (line: string) => void): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let said = false;
+  for (;;) {
+    const others = await otherPostgresUsers();
+    if (others.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `other test runs are using PostgreSQL on this machine, and restarting it would break them: ` +
+          `${others.map((o) => `pid ${o.pid} ${o.command}`).join('; ')}. ` +
+          'Run when they are done, or leave out the postgres-restart faults.',
+      );
+    }
+    if (!said)
+      log(
+        `waiting up to ${Math.round(timeoutMs / 1000)} s for other test runs to finish: ${others.map((o) => o.pid).join(', ')}`,
+      );
+    said = true;
+    await sleep(5_000);
+  }
+}
+
+/**
+ * Injects `faultsPerKind` faults of every kind. The gaps between two faults of one kind are drawn
+ * from a generator per kind seeded from `seed`; kinds run independently, so faults of different
+ * kinds overlap. A fault waits until the previous one of its kind has healed (the killed part
+ * serves again), and an injector that cannot act now (no worker ready, someone else on
+ * PostgreSQL) is asked again 5 s later; a PostgreSQL restart postponed past `quietWaitMs` is skipped.
+ */
+async function schedule(
+  options: ChaosOptions,
+  injectors: Record<ChaosFaultKind, (seq: number, random: () => number) => Promise<'done' | 'later'>>,
+  stopped: () => boolean,
+  skip: (kind: ChaosFaultKind, reason: string) => void,
+  log: (line: string) => void,
+): Promise<void> {
+  await Promise.all(
+    options.kinds.map(async (kind) => {
+      const random = seeded(options.seed * 1_000_003 + FAULT_KINDS.indexOf(kind) + 1);
+      const gap = () => options.meanGapMs * (0.5 + random());
+      await sleep(options.warmupMs + random() * options.meanGapMs);
+      for (let seq = 1; seq <= options.faultsPerKind && !stopped(); seq++) {
+        const dueAt = Date.now();
+        let waitedSince: number | undefined;
+        for (;;) {
+          if (stopped()) return;
+          let outcome: 'done' | 'later';
+          try {
+            outcome = await injectors[kind](seq, random);
+          } catch (error) {
+            log(`fault ${kind} #${seq} failed to inject: ${(error as Error).message}`);
+            outcome = 'later';
+          }
+          if (outcome === 'done') break;
+          waitedSince ??= Date.now();
+          if (kind === 'postgres-restart' && Date.now() - waitedSince > options.quietWaitMs) {
+            skip(
+              kind,
+              `#${seq}: other test runs on the machine for ${Math.round(options.quietWaitMs / 1000)} s`,
+            );
+            break;
+          }
+          await sleep(5_000);
+        }
+        // The gap counts from when the fault was due; a fault that took longer to heal is followed at once.
+        if (seq < options.faultsPerKind) await sleep(Math.max(0, dueAt + gap() - Date.now()));
+      }
+    }),
+  );
+}
+
+/** When every activity of `affected` has finished or started again (a higher attempt); undefined at `deadline`. */
+async function activitiesResumed(
+  observer: TemporalObserver,
+  affected: readonly PendingActivity[],
+  deadline: () => number,
+): Promise<number | undefined> {
+  let remaining = [...affected];
+  while (remaining.length > 0) {
+    if (Date.now() > deadline()) return undefined;
+    const ids = [...new Set(remaining.map((a) => a.workflowId))];
+    const views = new Map(
+      await Promise.all(ids.map(async (id) => [id, await observer.describe(id)] as const)),
+    );
+    remaining = remaining.filter((a) => {
+      const view = views.get(a.workflowId);
+      if (!view) return true; // unknown now
+      if (!view.running) return false;
+      const now = view.pending.find((p) => p.activityId === a.activityId);
+      if (!now) return false; // finished
+      return !(now.started && (now.attempt > a.attempt || now.identity !== a.identity));
+    });
+    if (remaining.length > 0) await sleep(500);
+  }
+  return Date.now();
+}
+
+/**
+ * When a workflow records finished work (an activity or child completed) at or after `since`: the
+ * restarted server is making progress. Watches `initial` (running at the crash) and every workflow
+ * the server lists as running since; a history is read again only when its length changed.
+ */
+async function historyProgress(
+  observer: TemporalObserver,
+  initial: readonly string[],
+  since: number,
+  deadline: () => number,
+): Promise<number | undefined> {
+  const watched = new Set(initial);
+  const lengths = new Map<string, number>();
+  while (Date.now() < deadline()) {
+    for (const id of await observer.running().catch(() => [] as string[])) watched.add(id);
+    for (const id of watched) {
+      const view = await observer.describe(id);
+      if (!view || lengths.get(id) === view.historyLength) continue;
+      lengths.set(id, view.historyLength);
+      if (await observer.completedWorkSince(id, since)) return Date.now();
+    }
+    await sleep(500);
+  }
+  return undefined;
+}
+
+/**
+ * When the pipeline next writes to PostgreSQL after `since` (a model call, a turn, a stage, a
+ * judgement, a batch, metrics); undefined at `deadline`, with what was seen in `notes`.
+ */
+async function databaseProgress(
+  url: string,
+  since: number,
+  deadline: () => number,
+  notes: string[],
+): Promise<number | undefined> {
+  let lastError: string | undefined;
+  let lastWrite: number | undefined;
+  while (Date.now() < deadline()) {
+    try {
+      const [row] = await query<{ last: Date | null }>(
+        url,
+        `SELECT greatest((SELECT max(created_at) FROM llm_calls), (SELECT max(updated_at) FROM episodes),
+                         (SELECT max(updated_at) FROM tasks), (SELECT max(created_at) FROM judgements),
+                         (SELECT max(created_at) FROM tool_mappings), (SELECT max(created_at) FROM trainer_batches),
+                         (SELECT max(updated_at) FROM training_metrics), (SELECT max(updated_at) FROM runs)) AS last`,
+      );
+      lastWrite = row?.last ? row.last.getTime() : undefined;
+      if (lastWrite !== undefined && lastWrite > since) return Date.now();
+    } catch (error) {
+      lastError = (error as Error).message; // PostgreSQL still coming back
+    }
+    await sleep(250);
+  }
+  notes.push(
+    `last write seen ${lastWrite === undefined ? 'never' : `${((lastWrite - since) / 1000).toFixed(1)} s from the restart`}` +
+      (lastError ? `; last error: ${lastError}` : ''),
+  );
+  return undefined;
+}

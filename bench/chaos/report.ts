@@ -1,0 +1,193 @@
+/** The chaos run's figures: totals for the tests and the Markdown tables bench/chaos.ts prints. */
+import { FAULT_KINDS, type ChaosFaultKind, type ChaosResult, type FaultRecord } from './harness';
+
+/** The numbers every chaos run is judged by (the CI test asserts the zero ones). */
+export interface ChaosTotals {
+  readonly runs: number;
+  readonly runsCompleted: number;
+  readonly synthesisTasks: number;
+  readonly grpoRollouts: number;
+  readonly tasksLost: number;
+  readonly tasksDuplicated: number;
+  readonly tasksFailedRecorded: number;
+  readonly stepsExpected: number;
+  readonly stepsAppliedTwice: number;
+  readonly stepsSkipped: number;
+  /** GRPO runs whose weights a fresh replay of the recorded batches reproduces bit for bit. */
+  readonly replaysIdentical: number;
+  readonly grpoRuns: number;
+  readonly modelAnswers: number;
+  readonly paidTwice: number;
+  readonly paidTwiceOnTheWireAtKill: number;
+  /** The most answers of one SIGKILL that were asked again (repeats of the server logs, by killed process). */
+  readonly paidTwiceAtOneKillMax: number;
+  readonly paidTwiceConcurrent: number;
+  readonly paidTwiceOther: number;
+  readonly mappingInconsistencies: number;
+  readonly unplannedExits: number;
+  readonly faultsByKind: Record<ChaosFaultKind, number>;
+}
+
+export function totals(result: ChaosResult): ChaosTotals {
+  const synthesis = result.audits.filter((a) => a.kind === 'Synthesis');
+  const grpo = result.audits.filter((a) => a.kind === 'GrpoTraining');
+  const sum = (xs: number[]) => xs.reduce((n, x) => n + x, 0);
+  const faultsByKind = Object.fromEntries(
+    FAULT_KINDS.map((k) => [k, result.faults.filter((f) => f.kind === k).length]),
+  ) as Record<ChaosFaultKind, number>;
+  return {
+    runs: result.runs.length,
+    runsCompleted: result.runs.filter((r) => r.status === 'COMPLETED').length,
+    synthesisTasks: sum(synthesis.map((a) => a.items)),
+    grpoRollouts: sum(grpo.map((a) => a.items)),
+    tasksLost: sum(result.audits.map((a) => a.lost.length)),
+    tasksDuplicated: sum(result.audits.map((a) => a.duplicated.length)),
+    tasksFailedRecorded: sum(result.audits.map((a) => a.failedRecorded.length)),
+    stepsExpected: sum(grpo.map((a) => a.steps?.expected.length ?? 0)),
+    stepsAppliedTwice: sum(grpo.map((a) => a.steps?.appliedTwice ?? 0)),
+    stepsSkipped: sum(grpo.map((a) => a.steps?.skipped.length ?? 0)),
+    replaysIdentical: grpo.filter(
+      (a) =>
+        a.steps &&
+        'sameWeights' in a.steps.replay &&
+        a.steps.replay.sameWeights &&
+        a.steps.replay.sameMetrics.every(Boolean),
+    ).length,
+    grpoRuns: grpo.length,
+    modelAnswers: sum(result.modelCalls.byRole.map((r) => r.answered)),
+    paidTwice: result.modelCalls.paidTwice,
+    paidTwiceOnTheWireAtKill: result.modelCalls.onTheWireAtKill,
+    paidTwiceAtOneKillMax: Math.max(
+      0,
+      ...Object.values(
+        result.modelCalls.repeats
+          // Roles whose answers all have their ledger row repeat bodies legitimately (e.g. a GRPO
+          // judge call of the same transcript under another policy version): not paid twice.
+          .filter((r) => r.cause === 'at-kill' && r.killedPid !== undefined)
+          .filter((r) =>
+            result.modelCalls.byRole.some(
+              (b) => b.source === r.source && b.role === r.role && b.paidTwice > 0,
+            ),
+          )
+          .reduce<Record<number, number>>(
+            (m, r) => ({ ...m, [r.killedPid!]: (m[r.killedPid!] ?? 0) + 1 }),
+            {},
+          ),
+      ),
+    ),
+    paidTwiceConcurrent: result.modelCalls.concurrent,
+    paidTwiceOther: result.modelCalls.other,
+    mappingInconsistencies: result.mappings.inconsistencies.length,
+    unplannedExits: result.unplannedExits.length,
+    faultsByKind,
+  };
+}
+
+/** Nearest-rank percentile of `values` (p in 0..1); undefined when empty. */
+export function percentile(values: readonly number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)];
+}
+
+const s = (ms: number | undefined) => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
+
+const LABEL: Record<ChaosFaultKind, string> = {
+  'cpu-worker-kill': '(a) CPU worker SIGKILL + restart',
+  'trainer-kill': '(b) trainer worker SIGKILL + restart',
+  'temporal-restart': '(c) Temporal dev server SIGKILL + restart (same db file)',
+  'postgres-restart': '(d) PostgreSQL restart',
+};
+
+const RECOVERY: Record<ChaosFaultKind, string> = {
+  'cpu-worker-kill':
+    'every activity running on the killed worker started again on a live one (or finished), and a CPU worker serving (the other one, else the replacement)',
+  'trainer-kill': 'the trainer activity cut off started again (or finished), and the new trainer polling',
+  'temporal-restart': 'a run records finished work (an activity or child completed) on the restarted server',
+  'postgres-restart': 'the pipeline writes to PostgreSQL again (model call, turn, stage, judgement)',
+};
+
+export function markdown(result: ChaosResult): string {
+  const t = totals(result);
+  const grpoSteps = `${t.stepsAppliedTwice} / ${t.stepsSkipped} of ${t.stepsExpected} (fresh replay bit-identical: ${t.replaysIdentical} of ${t.grpoRuns} runs)`;
+  const lines = [
+    '| result | value |',
+    '|---|---|',
+    `| runs completed | ${t.runsCompleted} / ${t.runs} (${result.runs.map((r) => `${r.workflowId.replace(/-[a-z0-9]+-r/, '-r')} ${r.status}`).join(', ')}) |`,
+    `| tasks lost | ${t.tasksLost} (of ${t.synthesisTasks} synthesis tasks and ${t.grpoRollouts} GRPO rollouts) |`,
+    `| tasks duplicated | ${t.tasksDuplicated} |`,
+    `| tasks failed, with the failure recorded (not lost) | ${t.tasksFailedRecorded} |`,
+    `| optimizer steps applied twice / skipped | ${grpoSteps} |`,
+    `| model calls paid twice, all causes | ${t.paidTwice} (of ${t.modelAnswers} answers delivered; CPU workers call models ${result.options.modelGateway ? 'through the model gateway' : 'directly, no gateway'}) |`,
+    `| … of which: answer on the wire at a CPU worker SIGKILL | ${t.paidTwiceOnTheWireAtKill} (${t.faultsByKind['cpu-worker-kill']} kills; at most ${t.paidTwiceAtOneKillMax} at one kill) |`,
+    `| … of which: one call in flight on both CPU workers at once (each missed the cache) | ${t.paidTwiceConcurrent} |`,
+    `| … of which: any other cause | ${t.paidTwiceOther} |`,
+    `| mapping inconsistencies (same task, tool, canonical args; different answer) | ${t.mappingInconsistencies} (${result.mappings.checkedCalls} tool calls in transcripts checked, ${result.mappings.distinctKeys} distinct calls) |`,
+    `| worker processes that exited by themselves | ${t.unplannedExits} |`,
+    '',
+    '| fault | injected | while runs were in progress | activities cut off | back: p50 / p99 | recovered: p50 / p99 / max | not recovered |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const kind of result.options.kinds) {
+    const fs: FaultRecord[] = result.faults.filter((f) => f.kind === kind);
+    const back = fs.flatMap((f) => (f.backMs === undefined ? [] : [f.backMs]));
+    const recovered = fs.flatMap((f) => (f.recoveryMs === undefined ? [] : [f.recoveryMs]));
+    const cut = fs.some((f) => f.interrupted !== undefined)
+      ? String(fs.reduce((n, f) => n + (f.interrupted ?? 0), 0))
+      : '–';
+    const skipped = result.skipped.filter((x) => x.kind === kind).length;
+    lines.push(
+      `| ${LABEL[kind]} | ${fs.length}${skipped ? ` (${skipped} skipped)` : ''} | ${fs.filter((f) => f.runsInProgress > 0).length} | ${cut} | ` +
+        `${s(percentile(back, 0.5))} / ${s(percentile(back, 0.99))} | ` +
+        `${s(percentile(recovered, 0.5))} / ${s(percentile(recovered, 0.99))} / ${s(percentile(recovered, 1))} | ${fs.length - recovered.length} |`,
+    );
+  }
+  // Answers paid twice that neither a kill nor a concurrent call explains: when, and the fault just before.
+  const unexplained = result.modelCalls.repeats
+    .filter((r) => r.cause === 'other')
+    .filter((r) =>
+      result.modelCalls.byRole.some(
+        (b) => b.source === r.source && b.role === r.role && b.paidTwice > b.onTheWireAtKill + b.concurrent,
+      ),
+    );
+  if (unexplained.length) {
+    const at = (ms: number) => (ms - result.runsStartedAt) / 1000;
+    const roles = result.modelCalls.byRole
+      .filter((b) => b.paidTwice > b.onTheWireAtKill + b.concurrent)
+      .map(
+        (b) =>
+          `${b.source} ${b.role}: ${b.answered} answered, ${b.ledgerRows} ledger rows, ${b.onTheWireAtKill} at a kill, ${b.concurrent} concurrent`,
+      );
+    lines.push(
+      '',
+      `Paid twice, unexplained: ${roles.join('; ')}.`,
+      `Request bodies answered twice in roles with unexplained double payments: ${unexplained
+        .slice(0, 10)
+        .map((r) => {
+          const before = result.faults.filter((f) => f.atS <= at(r.firstAt) + 1).at(-1);
+          return `${r.role} first at ${at(r.firstAt).toFixed(1)} s, again at ${at(r.againAt).toFixed(1)} s (${r.cause}; last fault before: ${before ? `${before.kind} #${before.seq} at ${before.atS} s` : 'none'})`;
+        })
+        .join('; ')}.`,
+    );
+  }
+  const retries = result.activityRetries;
+  const heartbeat = retries.filter((r) => r.cause === 'heartbeat-timeout');
+  const notAfterKill = heartbeat.filter((r) => !r.afterKill);
+  lines.push(
+    '',
+    `Activity retries: ${retries.length} attempts after a failed one: ${heartbeat.length} after a heartbeat timeout ` +
+      `(${heartbeat.length - notAfterKill.length} within 90 s after a kill of a process running that activity type, ` +
+      `${notAfterKill.length} not: ${notAfterKill.map((r) => `${r.type} at ${r.atS} s`).join(', ') || 'none'}), ` +
+      `${retries.filter((r) => r.cause.startsWith('failure')).length} after a failure (e.g. a dropped database connection), ` +
+      `${retries.filter((r) => r.cause !== 'heartbeat-timeout' && !r.cause.startsWith('failure')).length} after another timeout.`,
+  );
+  const model = Object.entries(result.modelServers)
+    .map(([name, st]) => `${name}: ${st.total} requests, faults ${JSON.stringify(st.faults)}`)
+    .join('; ');
+  lines.push(
+    '',
+    `Recovered = from the injection until ${result.options.kinds.map((k) => `${k}: ${RECOVERY[k]}`).join('; ')}. ` +
+      `Model faults (e): ${Math.round(result.options.modelFaults.probability * 100)}% of requests (${result.options.modelFaults.kinds.join(', ')}); ${model}.`,
+  );
+  return lines.join('\n');
+}

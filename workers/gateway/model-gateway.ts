@@ -1,0 +1,126 @@
+import http from 'node:http';
+import { z } from 'zod';
+import { GATEWAY_COMPLETE_PATH, type GatewayError } from '../../activities/llm/gateway-client';
+import { createCallCompleter } from '../../activities/llm/model-client';
+import type { ModelCall } from '../../activities/llm/types';
+import { ModelEndpointSchema, SamplingSchema } from '../../schemas/model-endpoint';
+import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http';
+
+/**
+ * The model gateway: one long-lived process that sends the CPU workers' model calls upstream and
+ * writes each answer to the `llm_calls` ledger itself. A worker killed mid-call loses only its
+ * wait: the gateway still stores the answer it paid for, and the retried activity (on any worker)
+ * joins the call still in flight or reads the stored answer, so nothing is paid twice. Identical
+ * calls from different workers also share one upstream request here.
+ */
+
+/** Options of {@link startModelGateway}. */
+export interface ModelGatewayOptions {
+  /** PostgreSQL with the migrated `llm_calls` ledger (the workers' DATABASE_URL). */
+  readonly databaseUrl: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  /** Default 127.0.0.1: the gateway spends the API keys of its environment for whoever reaches it. */
+  readonly host?: string;
+  /** When set, the exact `Authorization` header value required (MOCKWORLD_MODEL_GATEWAY_AUTH). */
+  readonly authorization?: string;
+  /** Largest request body. Default 64 MiB (long transcripts). */
+  readonly maxBodyBytes?: number;
+}
+
+/** A running gateway. */
+export interface ModelGateway {
+  /** Base URL for MOCKWORLD_MODEL_GATEWAY_URL, e.g. http://127.0.0.1:11437. */
+  readonly url: string;
+  /** Calls being completed now (some may have lost their caller). */
+  inFlight(): number;
+  close(): Promise<void>;
+}
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+/** The wire form of a model call; the same fields as {@link ModelCall} without its signal. */
+const GatewayRequestSchema = z.object({
+  call: z
+    .object({
+      endpoint: ModelEndpointSchema,
+      messages: z.array(JsonObject).min(1),
+      tools: z.array(JsonObject).optional(),
+      sampling: SamplingSchema,
+      sampleIndex: z.number().int().min(0).optional(),
+      policyVersion: z.string().optional(),
+      runId: z.string().optional(),
+      role: z.string().optional(),
+    })
+    .strict(),
+  responseFormat: z.unknown().optional(),
+});
+
+/** Starts the gateway; it runs until `close()`. */
+export async function startModelGateway(options: ModelGatewayOptions): Promise<ModelGateway> {
+  const complete = createCallCompleter(options.databaseUrl);
+  const authorized = authorizationCheck(options.authorization);
+  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
+  let inFlight = 0;
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const route = (req.url ?? '/').split('?')[0]!;
+    if (req.method === 'GET' && route === '/health') return sendJson(res, 200, { ok: true, inFlight });
+    if (req.method !== 'POST' || route !== GATEWAY_COMPLETE_PATH) {
+      throw new HttpError(404, `no route ${req.method} ${route}; use POST ${GATEWAY_COMPLETE_PATH}`);
+    }
+    if (!authorized(req.headers.authorization))
+      throw new HttpError(401, 'missing or wrong Authorization header');
+    const body = await readBody(req, maxBodyBytes);
+    let parsed: z.infer<typeof GatewayRequestSchema>;
+    try {
+      parsed = GatewayRequestSchema.parse(JSON.parse(body.toString('utf8')));
+    } catch (error) {
+      const detail = error instanceof z.ZodError ? z.prettifyError(error) : 'the body is not JSON';
+      throw new HttpError(400, `not a model call: ${detail}`);
+    }
+    // No abort signal: the call is finished and stored even if the worker that asked is gone.
+    inFlight++;
+    try {
+      const result = await complete(parsed.call as unknown as ModelCall, parsed.responseFormat);
+      if (!res.destroyed) sendJson(res, 200, result);
+    } catch (error) {
+      if (!res.destroyed) sendJson(res, 502, { error: describe(error) });
+    } finally {
+      inFlight--;
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      const status = error instanceof HttpError ? error.status : 500;
+      const message = error instanceof Error ? error.message : String(error);
+      if (!res.headersSent)
+        sendJson(res, status, { error: { name: 'GatewayError', message } }, status === 413);
+      else res.destroy();
+    });
+  });
+  // Model calls may take minutes (retries, long generations): no server-side request timeout.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  const listening = await listen(server, options.port, options.host ?? '127.0.0.1');
+  return { url: listening.url, inFlight: () => inFlight, close: listening.close };
+}
+
+/** The error's class name and fields, for the worker to rebuild (gateway-client.ts). */
+function describe(error: unknown): GatewayError {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const { endpoint, model, status, detail, attempts, lastStatus, lastReason } =
+    error as Partial<GatewayError>;
+  return {
+    name: error.name,
+    message: error.message,
+    endpoint,
+    model,
+    status,
+    detail,
+    attempts,
+    lastStatus,
+    lastReason,
+  };
+}
