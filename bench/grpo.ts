@@ -2,7 +2,7 @@
  * GRPO orchestration: (1) history events and the largest payload per workflow run for one GRPO
  * iteration at the seed's scale (global batch 128 tasks x n = 16 rollouts = 2048 rollouts), on the
  * parent `GrpoTraining` run and on every `GrpoGroup` child run; (2) rollout throughput of the
- * Temporal path (the real `GrpoTraining` → `GrpoGroup` → `runRollout` + `judgeEpisode` workflows
+ * Temporal path (the real `GrpoTraining` → `GrpoGroup` → `runJudgedRollout` workflows
  * and activities on an in-process CPU worker against a CLI dev server) against a plain in-process
  * loop calling the same activities in the same order at the same concurrency (256 rollouts in
  * flight: 16 groups of 16), at 50 ms and 0 ms model latency. Everything runs against a scripted
@@ -813,7 +813,7 @@ async function mapBoundedPlain<T, R>(items: readonly T[], limit: number, work: (
 
 /**
  * Mirrors the rollout phase of workflows/grpo-training.ts + workflows/grpo-group.ts: `planIteration`,
- * then `groupsInFlight` groups at a time, each n × (runRollout → judgeEpisode) at once.
+ * then `groupsInFlight` groups at a time, each n × runJudgedRollout (rollout, then its judgement) at once.
  */
 async function runPlain(databaseUrl: string, runId: string, input: ReturnType<typeof specFor>) {
   const spec = GrpoSpecSchema.parse(input); // what the workflow's validateSpec gives it
@@ -830,13 +830,13 @@ async function runPlain(databaseUrl: string, runId: string, input: ReturnType<ty
     iteration: 0,
   });
   const policyVersion = 'step-0';
-  const timings = { runRollout: [] as number[], judgeEpisode: [] as number[] };
+  const timings = { runJudgedRollout: [] as number[] };
   const t0 = performance.now();
   await mapBoundedPlain(plan.taskIds, spec.rolloutConcurrency, (taskId) =>
     Promise.all(
       Array.from({ length: spec.rolloutsPerTask }, async (_, sampleIndex) => {
         const r0 = performance.now();
-        const episode = await call('runRollout', {
+        const judged = await call('runJudgedRollout', {
           runId,
           iteration: 0,
           taskId,
@@ -848,18 +848,9 @@ async function runPlain(databaseUrl: string, runId: string, input: ReturnType<ty
           maxTurns: spec.maxTurns,
           templates: spec.templates,
           purpose: 'rollout',
-        });
-        const j0 = performance.now();
-        timings.runRollout.push(j0 - r0);
-        const judged = await call('judgeEpisode', {
-          episodeId: episode.episodeId,
-          taskId,
           judge: spec.judge,
-          runId,
-          templates: spec.templates,
-          policyVersion,
         });
-        timings.judgeEpisode.push(performance.now() - j0);
+        timings.runJudgedRollout.push(performance.now() - r0);
         return judged.reward;
       }),
     ),
@@ -1177,8 +1168,7 @@ async function plainPath(ctx: BenchContext, latency: number): Promise<PathFigure
     modelConnections: stats.connections,
     rows,
     activities: {
-      runRollout: { runMs: dist(plain.timings.runRollout) },
-      judgeEpisode: { runMs: dist(plain.timings.judgeEpisode) },
+      runJudgedRollout: { runMs: dist(plain.timings.runJudgedRollout) },
     },
   };
 }
@@ -1337,7 +1327,7 @@ async function main(): Promise<void> {
 const NOTES = [
   "temporal: GrpoTraining on a CLI dev server (SQLite file) started by the bench; in-process CPU worker (MockworldPlugin, the CPU worker's activity slots); fresh PostgreSQL database per path and cell.",
   "trainer (standin): a TypeScript stand-in for the GPU step registered on the run's GPU queue by the bench: it reads the batch rows by batch_ref and records the step (record.json per step, in order, replay on repeat) but computes no gradient. python: the real trainer worker (CPU torch, tiny random model).",
-  'plain: the same activities (createActivities: runRollout, judgeEpisode) called in GrpoGroup order with the same bounded concurrency (groups in flight x n), each call in a MockActivityEnvironment.',
+  'plain: the same activity (createActivities: runJudgedRollout) called in GrpoGroup order with the same bounded concurrency (groups in flight x n), each call in a MockActivityEnvironment.',
   'rollout phase (temporal): server time of the first StartChildWorkflowExecutionInitiated → last ChildWorkflowExecutionCompleted in the parent history; (plain): first rollout started → last judgement stored.',
   "CPU: this process (worker or plain loop), the dev server, the model server, and the PostgreSQL backends of the path's database (by pid; WAL writer and checkpointer not counted).",
   'history: events per workflow run and largest encoded temporal.api.common.v1.Payload / HistoryEvent, over the parent run(s) and every GrpoGroup child run of the iteration.',
@@ -1394,12 +1384,12 @@ function print(
       `Rollout throughput: ${THROUGHPUT_TASKS * N} rollouts per path (${THROUGHPUT_TASKS} tasks x n = ${N}), ` +
         `${cells[0]!.concurrentRollouts} in flight (${GROUPS_IN_FLIGHT} groups x ${N}), ${os.cpus().length} shared cores`,
       '',
-      '| model latency | Temporal worker | Temporal rollouts/s | plain rollouts/s | Temporal/plain | target ≥ 0.9 | Temporal s (whole run s) | plain s | CPU ms/rollout, all processes: Temporal; plain | runRollout schedule→start p50 / p99 ms | model calls (T; plain) | load avg (T; plain) |',
+      '| model latency | Temporal worker | Temporal rollouts/s | plain rollouts/s | Temporal/plain | target ≥ 0.9 | Temporal s (whole run s) | plain s | CPU ms/rollout, all processes: Temporal; plain | runJudgedRollout schedule→start p50 / p99 ms | model calls (T; plain) | load avg (T; plain) |',
       '|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|',
       ...cells.flatMap((c) =>
         temporalRows(c).map(({ t, ratio }) => {
           const p = c.plain;
-          const wait = t!.activities['runRollout']?.scheduleToStartMs;
+          const wait = t!.activities['runJudgedRollout']?.scheduleToStartMs;
           return (
             `| ${c.upstreamLatencyMs} ms | ${t!.worker} | ${f1(t!.rolloutsPerSecond)} | ${f1(p.rolloutsPerSecond)} | ${f2(ratio!)} | ` +
             `${ratio! >= TARGET_RATIO ? 'met' : 'missed'} | ${f1(t!.rolloutMs / 1000)} (${f1(t!.runWallMs / 1000)}) | ${f1(p.rolloutMs / 1000)} | ` +
@@ -1431,7 +1421,7 @@ function print(
       '|---:|---|---|---:|---:|',
       ...cells.flatMap((c) =>
         allRows(c).flatMap(({ name, x }) =>
-          (['runRollout', 'judgeEpisode'] as const).map((activity) => {
+          (['runJudgedRollout'] as const).map((activity) => {
             const a = x.activities[activity];
             return (
               `| ${c.upstreamLatencyMs} ms | ${name} | ${activity} | ` +
@@ -1476,11 +1466,11 @@ function print(
       );
     }
     if (c.before) {
-      const w = (x: TemporalFigures) => x.activities['runRollout']?.scheduleToStartMs?.p50 ?? 0;
+      const w = (x: TemporalFigures) => x.activities['runJudgedRollout']?.scheduleToStartMs?.p50 ?? 0;
       notes.push(
         `> - ${c.upstreamLatencyMs} ms, worker tuning (workers/cpu-worker.ts, ${t.worker} vs ${c.before.worker}): ` +
           `${f1(c.before.rolloutsPerSecond)} → ${f1(t.rolloutsPerSecond)} rollouts/s, CPU ${f0(cpu(c.before))} → ${f0(cpu(t))} ms/rollout, ` +
-          `runRollout schedule→start p50 ${f0(w(c.before))} → ${f0(w(t))} ms, workflow tasks per rollout ` +
+          `runJudgedRollout schedule→start p50 ${f0(w(c.before))} → ${f0(w(t))} ms, workflow tasks per rollout ` +
           `${f2(c.before.workflowTasks / c.before.rollouts)} → ${f2(t.workflowTasks / t.rollouts)}.`,
       );
     }

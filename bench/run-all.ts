@@ -29,6 +29,10 @@ const BENCHMARKS = [
     name: 'study',
     title: 'Scaling study: rejection sampling on the sample pool, exact-match fast path',
   },
+  {
+    name: 'chaos',
+    title: 'Chaos: kills and restarts of every part under a synthesis run and a GRPO run',
+  },
 ] as const;
 
 function run(script: string): Promise<string> {

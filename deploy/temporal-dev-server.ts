@@ -27,10 +27,11 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Starts `temporal server start-dev` and resolves once its frontend answers. */
-export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
-  mkdirSync(path.dirname(options.dbFile), { recursive: true });
-  mkdirSync(path.dirname(options.logFile), { recursive: true });
+/**
+ * The `temporal` arguments of a dev server on loopback, with its state in `dbFile`, warnings-only
+ * logs, and a web UI only when `uiPort` is given. One list for every dev server mockworld starts.
+ */
+export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' | 'dbFile'>): string[] {
   const args = [
     'server',
     'start-dev',
@@ -45,6 +46,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   ];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort), '--ui-disable-news-fetch');
   else args.push('--headless');
+  return args;
+}
+
+/** Starts `temporal server start-dev` and resolves once its frontend answers. */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const args = devServerArgs(options);
 
   const log = openSync(options.logFile, 'a');
   const child = spawn(options.cli, args, {
@@ -92,7 +101,9 @@ export async function waitForFrontend(
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
-  throw new Error(`Temporal at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`);
+  throw new Error(
+    `Temporal at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`,
+  );
 }
 
 async function stopProcess(child: ChildProcess): Promise<void> {

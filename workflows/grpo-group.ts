@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities';
 import type { GrpoSpec } from '../schemas/grpo-spec';
 import { LONG_ACTIVITY } from './activity-options';
@@ -14,6 +14,9 @@ const activities = proxyActivities<MockworldActivities>({
     ],
   },
 });
+
+/** Patch id of the one-activity rollout (rollout + judge) in GrpoGroup. */
+const JUDGED_ROLLOUT_PATCH = 'grpo-judged-rollout-activity';
 
 /** One task's rollout group in one iteration. */
 export interface GrpoGroupInput {
@@ -38,7 +41,7 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
   const { spec } = input;
   const judged = await Promise.all(
     Array.from({ length: input.rollouts }, async (_, sampleIndex) => {
-      const episode = await activities.runRollout({
+      const rollout = {
         runId: input.runId,
         iteration: input.iteration,
         taskId: input.taskId,
@@ -50,7 +53,13 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
         maxTurns: spec.maxTurns,
         templates: spec.templates,
         purpose: input.purpose,
-      });
+      };
+      // One activity per rollout, judge included (half the orchestration of two); histories
+      // recorded before this change replay the two-activity path.
+      if (patched(JUDGED_ROLLOUT_PATCH)) {
+        return (await activities.runJudgedRollout({ ...rollout, judge: spec.judge })).reward;
+      }
+      const episode = await activities.runRollout(rollout);
       const judgement = await activities.judgeEpisode({
         episodeId: episode.episodeId,
         taskId: input.taskId,

@@ -6,6 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ModelClient } from '../llm';
+import { judgeEpisode, type JudgeInputData, type JudgementSummary } from '../reward';
 import { getPool } from '../store/db';
 import { createEpisodeRunner, type EpisodeHooks } from '../world';
 import {
@@ -70,6 +71,30 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
     },
 
     /**
+     * One rollout and its judgement in one activity (what GrpoGroup schedules): half the
+     * orchestration per rollout of {@link runRollout} then `judgeEpisode`. A retry resumes the
+     * episode from its last turn (a finished one returns at once) and reuses a stored judgement;
+     * a judge failure fails the attempt and is never a score. Not retryable: the judge's
+     * `UngradableRubricError`, `EpisodeNotGradableError`, `StructuredOutputRejectedError`.
+     */
+    async runJudgedRollout(input: JudgedRolloutInput): Promise<JudgementSummary & { turns: number }> {
+      const hooks = activityHooks();
+      const episode = await runRollout(world, input, hooks);
+      const judgement = await judgeEpisode(
+        { pool: pool(), models, signal: hooks.signal },
+        {
+          episodeId: episode.episodeId,
+          taskId: input.taskId,
+          judge: input.judge,
+          runId: input.runId,
+          templates: input.templates,
+          policyVersion: String(input.policyVersion),
+        },
+      );
+      return { ...judgement, turns: episode.turns };
+    },
+
+    /**
      * Writes the step's GRPO records to `trainer_batches` (idempotent) and returns the batch_ref
      * with reward statistics. Not retryable: `TrainerBatchError`.
      */
@@ -115,6 +140,11 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
       return summarizeRollouts(pool(), input);
     },
   };
+}
+
+/** A rollout and the judge that grades it. */
+export interface JudgedRolloutInput extends RolloutInput {
+  readonly judge: JudgeInputData['judge'];
 }
 
 /** The training activities' interface, for `proxyActivities`. */

@@ -3,11 +3,8 @@
  * and the model servers' own counts say about each run. Every number here is read back from the
  * real stores; nothing is inferred from what the harness meant to do.
  */
-import { execFile } from 'node:child_process';
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { REPO_ROOT } from '../../deploy/paths';
 import { normalizeBaseUrl } from '../../activities/llm/cache-key';
 import { datasetDirectoryName } from '../../activities/synthesis/export';
 import { trainingEpisodeId } from '../../activities/training/episode-ids';
@@ -19,10 +16,10 @@ import { canonicalJson } from '../../activities/llm/cache-key';
 import type { FunctionTool } from '../../schemas/function-tool';
 import { taskIdOf } from '../../workflows/synthesis-task';
 import { query } from '../../test/support/database';
+import { fixtureTaskId } from '../../test/support/grpo-fixture';
+import { replayRecordedSteps, type Replay } from '../../test/support/grpo-replay';
 import type { TemporalObserver } from './observe';
-import { fixtureTaskId } from './workload';
-
-const execFileAsync = promisify(execFile);
+import { FIXTURE_SYNTHESIS_RUN } from './workload';
 
 /** A run the workload started, and how it ended. */
 export interface RunRecord {
@@ -215,7 +212,7 @@ export async function auditGrpo(
   for (let it = 0; it < shape.iterations; it++) {
     for (let t = 0; t < shape.tasks; t++) {
       for (let s = 0; s < shape.rollouts; s++) {
-        const id = trainingEpisodeId(runId, it, fixtureTaskId(t), s, 'rollout');
+        const id = trainingEpisodeId(runId, it, fixtureTaskId(FIXTURE_SYNTHESIS_RUN, t), s, 'rollout');
         expected.add(id);
         const e = found.get(id);
         const steps = inBatch.get(id) ?? [];
@@ -292,10 +289,6 @@ async function stepRecords(checkpoints: string, runId: string): Promise<StepReco
   return records;
 }
 
-/** What replaying a run's recorded steps in a fresh trainer found (see REPLAY). */
-export type Replay =
-  { sameMetrics: boolean[]; sameWeights: boolean; adamSteps: number[] } | { error: string };
-
 /**
  * Replays the recorded steps of every run in `runIds` in one Python process (torch loads once) and
  * returns, per run, what it found.
@@ -314,12 +307,7 @@ export async function replayRuns(
   }
   if (runs.length === 0) return out;
   try {
-    const { stdout } = await execFileAsync(
-      path.join(REPO_ROOT, '.venv-trainer', 'bin', 'python'),
-      ['-c', REPLAY, checkpoints, JSON.stringify(runs)],
-      { cwd: REPO_ROOT, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 },
-    );
-    const found = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, Replay>;
+    const found = await replayRecordedSteps(checkpoints, runs, env);
     for (const [runId] of runs) out.set(runId, found[runId] ?? { error: 'not replayed' });
   } catch (error) {
     for (const [runId] of runs) out.set(runId, { error: (error as Error).message.slice(0, 500) });
@@ -366,53 +354,6 @@ async function replayedTrainerCalls(observer: TemporalObserver, workflowId: stri
   const results = await observer.activityResults(workflowId, 'trainer.grpoStep');
   return results.filter((r) => (r as { replayed?: boolean } | undefined)?.replayed).length;
 }
-
-/**
- * Applies the run's recorded steps again in a fresh trainer (own checkpoint directory, the same
- * batches from `trainer_batches`, the same model and config) and compares: identical metrics and
- * bit-identical final weights mean every step was applied exactly once, in order. Also reads the
- * AdamW update counter of the run's final optimizer state.
- */
-const REPLAY = String.raw`
-import json, shutil, sys, tempfile
-import torch
-from safetensors.torch import load_file
-from workers.trainer.checkpoint import CheckpointStore
-from workers.trainer.trainer import Trainer
-
-root, runs = sys.argv[1], json.loads(sys.argv[2])
-store = CheckpointStore(root)
-found = {}
-for run_id, last in runs:
-    try:
-        model = store.read_manifest(run_id)["model"]
-        scratch = tempfile.mkdtemp(prefix="mockworld-chaos-replay-")
-        ref = Trainer(CheckpointStore(scratch), device=torch.device("cpu"))
-        same_metrics = []
-        for step in range(1, last + 1):
-            record = store.read_record(run_id, step)
-            again = ref.train_step(run_id, step, record["batch_ref"], model=model, config=record["config"])
-            strip = lambda m: {k: v for k, v in m.items() if k != "duration_s"}
-            same_metrics.append(strip(record["metrics"]) == strip(again["metrics"]))
-
-        def weights(s):
-            out = {}
-            for f in sorted(s.weights_dir(run_id, last).glob("*.safetensors")):
-                out.update(load_file(str(f)))
-            return out
-
-        mine, theirs = weights(store), weights(ref.store)
-        optimizer = torch.load(store.step_dir(run_id, last) / "optimizer.pt", map_location="cpu", weights_only=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-        found[run_id] = {
-            "sameMetrics": same_metrics,
-            "sameWeights": mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine),
-            "adamSteps": sorted({int(s["step"]) for s in optimizer["state"].values()}),
-        }
-    except Exception as e:
-        found[run_id] = {"error": f"{type(e).__name__}: {e}"}
-print(json.dumps(found))
-`;
 
 // ---------------------------------------------------------------------------------------------
 // Model calls: answers delivered by the servers against the ledger

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { REPO_ROOT } from '../../deploy/paths';
-import { waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server';
+import { devServerArgs, waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server';
 
 const run = promisify(execFile);
 
@@ -28,10 +28,11 @@ export function workerIdentity(pid: number): string {
 
 /**
  * The harness's own dev server: its db file in the harness's temp dir, crashed and restarted on the
- * same file. Started as deploy/temporal-dev-server.ts does (headless, warn logs), plus one setting:
- * task queues have a single partition, so a new worker's poller shows in DescribeTaskQueue as soon
- * as it polls (with the default four partitions it can sit unseen on another partition for a
- * minute, and the harness would misjudge when a restarted worker serves again).
+ * same file. Started with the arguments of deploy/temporal-dev-server.ts (headless, warn logs),
+ * plus one setting: task queues have a single partition, so a new worker's poller shows in
+ * DescribeTaskQueue as soon as it polls (with the default four partitions it can sit unseen on
+ * another partition for a minute, and the harness would misjudge when a restarted worker serves
+ * again).
  */
 export class TemporalServer {
   private child: ChildProcess | undefined;
@@ -64,17 +65,7 @@ export class TemporalServer {
 
   private async startOnce(): Promise<void> {
     const { cli, port, dbFile, logFile } = this.options;
-    const args = [
-      'server',
-      'start-dev',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--db-filename',
-      dbFile,
-    ];
-    args.push('--log-level', 'warn', '--headless');
+    const args = devServerArgs({ port, dbFile });
     for (const key of ['matching.numTaskqueueReadPartitions', 'matching.numTaskqueueWritePartitions']) {
       args.push('--dynamic-config-value', `${key}=1`);
     }

@@ -22,10 +22,12 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { mulberry32 } from '../../activities/training/sampling';
 import { registerSearchAttributes } from '../../deploy/search-attributes';
 import { ensureTemporalCli } from '../../deploy/temporal-cli';
 import { startCountingProxy, type CountingProxy } from '../../test/support/counting-proxy';
 import { createTestDatabase, query, type TestDatabase } from '../../test/support/database';
+import { grpoFixtureScript, insertFixtureTasks } from '../../test/support/grpo-fixture';
 import {
   startModelServer,
   type FaultKind,
@@ -63,7 +65,7 @@ import {
   type ProcessLife,
 } from './components';
 import { TemporalObserver, type ActivityRetry, type PendingActivity } from './observe';
-import { grpoScript, grpoSpec, insertFixtureTasks, synthesisSpec, type WorkloadOptions } from './workload';
+import { FIXTURE_SYNTHESIS_RUN, grpoSpec, synthesisSpec, type WorkloadOptions } from './workload';
 
 /** The injected faults, (a)–(d). */
 export const FAULT_KINDS = [
@@ -213,18 +215,6 @@ export interface Chaos {
   cleanup(): Promise<void>;
 }
 
-/** A small seeded generator (mulberry32): the fault schedule is reproducible from the seed. */
-export function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const ADMIN_URL = process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export function createChaos(options: ChaosOptions): Chaos {
@@ -301,7 +291,10 @@ export function createChaos(options: ChaosOptions): Chaos {
         await ensurePostgresUp();
         await db.drop();
       });
-      await insertFixtureTasks(db.url, options.workload.grpoTasks);
+      await insertFixtureTasks(db.url, {
+        synthesisRunId: FIXTURE_SYNTHESIS_RUN,
+        count: options.workload.grpoTasks,
+      });
       log(`database ${new URL(db.url).pathname.slice(1)}`);
 
       const personas = path.join(dir, 'personas.jsonl');
@@ -313,7 +306,12 @@ export function createChaos(options: ChaosOptions): Chaos {
           log: false,
           logDeliveries: true,
         }),
-        grpo: await startModelServer({ script: grpoScript, latencyMs: 100, log: false, logDeliveries: true }),
+        grpo: await startModelServer({
+          script: grpoFixtureScript,
+          latencyMs: 100,
+          log: false,
+          logDeliveries: true,
+        }),
       };
       for (const [i, server] of Object.values(servers).entries()) {
         defer('model server', () => server.close());
@@ -886,7 +884,7 @@ async function schedule(
 ): Promise<void> {
   await Promise.all(
     options.kinds.map(async (kind) => {
-      const random = seeded(options.seed * 1_000_003 + FAULT_KINDS.indexOf(kind) + 1);
+      const random = mulberry32(options.seed * 1_000_003 + FAULT_KINDS.indexOf(kind) + 1);
       const gap = () => options.meanGapMs * (0.5 + random());
       await sleep(options.warmupMs + random() * options.meanGapMs);
       for (let seq = 1; seq <= options.faultsPerKind && !stopped(); seq++) {

@@ -160,8 +160,8 @@ export function markdown(result: ChaosResult): string {
       );
     lines.push(
       '',
-      `Paid twice, unexplained: ${roles.join('; ')}.`,
-      `Request bodies answered twice in roles with unexplained double payments: ${unexplained
+      `> Paid twice, unexplained: ${roles.join('; ')}.`,
+      `> Request bodies answered twice in roles with unexplained double payments: ${unexplained
         .slice(0, 10)
         .map((r) => {
           const before = result.faults.filter((f) => f.atS <= at(r.firstAt) + 1).at(-1);
@@ -175,7 +175,7 @@ export function markdown(result: ChaosResult): string {
   const notAfterKill = heartbeat.filter((r) => !r.afterKill);
   lines.push(
     '',
-    `Activity retries: ${retries.length} attempts after a failed one: ${heartbeat.length} after a heartbeat timeout ` +
+    `> Activity retries: ${retries.length} attempts after a failed one: ${heartbeat.length} after a heartbeat timeout ` +
       `(${heartbeat.length - notAfterKill.length} within 90 s after a kill of a process running that activity type, ` +
       `${notAfterKill.length} not: ${notAfterKill.map((r) => `${r.type} at ${r.atS} s`).join(', ') || 'none'}), ` +
       `${retries.filter((r) => r.cause.startsWith('failure')).length} after a failure (e.g. a dropped database connection), ` +
@@ -186,7 +186,7 @@ export function markdown(result: ChaosResult): string {
     .join('; ');
   lines.push(
     '',
-    `Recovered = from the injection until ${result.options.kinds.map((k) => `${k}: ${RECOVERY[k]}`).join('; ')}. ` +
+    `> Recovered = from the injection until ${result.options.kinds.map((k) => `${k}: ${RECOVERY[k]}`).join('; ')}. ` +
       `Model faults (e): ${Math.round(result.options.modelFaults.probability * 100)}% of requests (${result.options.modelFaults.kinds.join(', ')}); ${model}.`,
   );
   return lines.join('\n');

@@ -3,10 +3,9 @@
  * of the synthesis tests, and GrpoTraining runs on fixture tasks with the real Python trainer and
  * policy server, the same shapes as the integration tests (small, but every stage real).
  */
-import type { ScriptedRequest, Script } from '../../test/support/model-server';
-import { query } from '../../test/support/database';
+import { fixturePolicy } from '../../test/support/grpo-fixture';
 
-/** The fictitious synthesis run whose kept tasks the GRPO runs train on. */
+/** The fictitious synthesis run whose kept tasks (test/support/grpo-fixture.ts) the GRPO runs train on. */
 export const FIXTURE_SYNTHESIS_RUN = 'chaos-fixture';
 
 /** Settings of the workload. */
@@ -23,65 +22,6 @@ export interface WorkloadOptions {
   readonly grpoTasks: number;
   /** Rollouts per task (group size). */
   readonly grpoRollouts: number;
-}
-
-/** The judge grades by the transcript: rewards vary within a group, so every group has a gradient. */
-function judge(request: ScriptedRequest): string {
-  const text = request.body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
-  return JSON.stringify({
-    forbidden: [{ index: 0, violated: false, evidence: '' }],
-    subGoals: [
-      { index: 0, achieved: true },
-      { index: 1, achieved: text.length % 2 === 0 },
-    ],
-    requiredInteractions: [{ index: 0, satisfied: false }],
-  });
-}
-
-/** The scripted judge, tool simulator and user simulator of the GRPO runs. */
-export const grpoScript: Script = [
-  { role: 'judge', reply: judge },
-  { role: 'tool-simulator', reply: JSON.stringify({ equivalentTo: null, response: '{"id":"R-0"}' }) },
-  { role: 'user-simulator', reply: 'The record id is R-0.' },
-];
-
-/** Inserts `count` kept tasks of {@link FIXTURE_SYNTHESIS_RUN}, as the GRPO tests do. */
-export async function insertFixtureTasks(url: string, count: number): Promise<void> {
-  const tool = {
-    type: 'function',
-    function: {
-      name: 'lookup_record',
-      description: 'Look up a record',
-      parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-    },
-  };
-  for (let idx = 0; idx < count; idx++) {
-    await query(
-      url,
-      `INSERT INTO tasks (task_id, run_id, idx, persona_id, stage, workflow, tools, forbidden, instruction, hidden_context, rubric)
-       VALUES ($1, $2, $3, $4, 'kept', $5, $6, $7, $8, $9, $10)`,
-      [
-        fixtureTaskId(idx),
-        FIXTURE_SYNTHESIS_RUN,
-        idx,
-        `p${idx}`,
-        JSON.stringify(['Find the record', 'Fix it']),
-        JSON.stringify([tool]),
-        JSON.stringify(['Delete records']),
-        `Please sort out record ${idx}.`,
-        `The record id is R-${idx}.`,
-        JSON.stringify({
-          forbidden: ['Delete records'],
-          subGoals: ['Found', 'Fixed'],
-          requiredInteractions: ['Ask the id'],
-        }),
-      ],
-    );
-  }
-}
-
-export function fixtureTaskId(idx: number): string {
-  return `${FIXTURE_SYNTHESIS_RUN}-task-${String(idx).padStart(5, '0')}`;
 }
 
 /**
@@ -134,11 +74,7 @@ export function grpoSpec(
   });
   return {
     dataset: { synthesisRunId: FIXTURE_SYNTHESIS_RUN },
-    policy: {
-      base: { kind: 'tiny', seed: 0 },
-      endpoint: endpoint(policyUrl, runId, 60_000),
-      sampling: { temperature: 1, maxTokens: 24, seed: 7 + 1_000 * round },
-    },
+    policy: fixturePolicy(endpoint(policyUrl, runId, 60_000), 7 + 1_000 * round),
     judge: role(0),
     toolSimulator: role(1),
     userSimulator: role(2),

@@ -1,17 +1,16 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, inject, it } from 'vitest';
-import { REPO_ROOT } from '../../deploy/paths';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
 import { createTestDatabase, query, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server';
+import { fixturePolicy, fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture';
+import { replayRecordedSteps } from '../support/grpo-replay';
+import { startModelServer, type ModelServer } from '../support/model-server';
 import { startPython, type PythonProcess } from '../support/python-process';
 import { eventually } from '../support/temporal';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -28,63 +27,22 @@ const TASKS = 2; // both trained on: one iteration per epoch
 const ROLLOUTS = 4; // per task (group size n)
 const ITERATIONS = 3; // epochs
 const MINI_BATCH = 1; // one task per optimizer update: two AdamW updates per trainer step
-const execPython = promisify(execFile);
 
-/** The judge grades by the transcript (its length's parity), so rewards vary within most groups. */
-function judge(request: ScriptedRequest): string {
-  const text = request.body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
-  return JSON.stringify({
-    forbidden: [{ index: 0, violated: false, evidence: '' }],
-    subGoals: [
-      { index: 0, achieved: true },
-      { index: 1, achieved: text.length % 2 === 0 },
-    ],
-    requiredInteractions: [{ index: 0, satisfied: false }],
-  });
-}
-
-/** Kept tasks of a (fictitious) synthesis run; `padding` lengthens each instruction (and each transcript). */
-async function insertKeptTasks(url: string, padding: number): Promise<void> {
-  const tool = {
-    type: 'function',
-    function: {
-      name: 'lookup_record',
-      description: 'Look up a record',
-      parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-    },
-  };
+/** The kept fixture tasks; `padding` characters of background lengthen each instruction (and transcript). */
+function insertKeptTasks(url: string, padding: number): Promise<void> {
   const background = 'The ledger has drifted since the last audit; check every entry. ';
-  for (let idx = 0; idx < TASKS; idx++) {
-    await query(
-      url,
-      `INSERT INTO tasks (task_id, run_id, idx, persona_id, stage, workflow, tools, forbidden, instruction, hidden_context, rubric)
-       VALUES ($1, $2, $3, $4, 'kept', $5, $6, $7, $8, $9, $10)`,
-      [
-        `${SYNTHESIS_RUN}-task-0000${idx}`,
-        SYNTHESIS_RUN,
-        idx,
-        `p${idx}`,
-        JSON.stringify(['Find the record', 'Fix it']),
-        JSON.stringify([tool]),
-        JSON.stringify(['Delete records']),
-        `Please sort out record ${idx}. ${background.repeat(Math.ceil(padding / background.length)).slice(0, padding)}`,
-        `The record id is R-${idx}.`,
-        JSON.stringify({
-          forbidden: ['Delete records'],
-          subGoals: ['Found', 'Fixed'],
-          requiredInteractions: ['Ask the id'],
-        }),
-      ],
-    );
-  }
+  const filler = background.repeat(Math.ceil(padding / background.length)).slice(0, padding);
+  return insertFixtureTasks(url, {
+    synthesisRunId: SYNTHESIS_RUN,
+    count: TASKS,
+    instructionSuffix: ` ${filler}`,
+  });
 }
 
 /** One training run's surroundings: database, model server, trainer worker, policy server (behind a counting proxy). */
 interface Stack {
   readonly db: TestDatabase;
   readonly models: ModelServer;
-  /** The run's temporary directory (MOCKWORLD_HOME), removed by `close`. */
-  readonly home: string;
   readonly checkpoints: string;
   readonly env: Record<string, string> & { MOCKWORLD_TASK_QUEUE: string; MOCKWORLD_GPU_TASK_QUEUE: string };
   trainer: PythonProcess;
@@ -109,11 +67,7 @@ async function startStack(
     await insertKeptTasks(db.url, options.padding);
     const models = await startModelServer({
       latencyMs: options.modelLatencyMs,
-      script: [
-        { role: 'judge', reply: judge },
-        { role: 'tool-simulator', reply: JSON.stringify({ equivalentTo: null, response: '{"id":"R-0"}' }) },
-        { role: 'user-simulator', reply: 'The record id is R-0.' },
-      ],
+      script: grpoFixtureScript,
     });
     undo.push(() => models.close());
     const checkpoints = path.join(dir, 'checkpoints');
@@ -157,7 +111,6 @@ async function startStack(
     return {
       db,
       models,
-      home: dir,
       checkpoints,
       env,
       get trainer() {
@@ -185,11 +138,7 @@ function grpoSpec(stack: Stack) {
   const role = { endpoint: { baseUrl: stack.models.url, model: 'scripted' } };
   return {
     dataset: { synthesisRunId: SYNTHESIS_RUN },
-    policy: {
-      base: { kind: 'tiny', seed: 0 },
-      endpoint: { baseUrl: stack.proxy.url, model: 'policy' },
-      sampling: { temperature: 1, maxTokens: 24, seed: 7 },
-    },
+    policy: fixturePolicy({ baseUrl: stack.proxy.url, model: 'policy' }),
     judge: role,
     toolSimulator: role,
     userSimulator: role,
@@ -310,57 +259,12 @@ async function resultWithin<T>(handle: WorkflowHandle, timeoutMs: number): Promi
   }
 }
 
-/**
- * Applies the run's recorded steps again in a fresh trainer (own checkpoint directory, same batches
- * from `trainer_batches`, same model and config) and compares: identical metrics and bit-identical
- * final weights mean every step was applied exactly once, in order, from the exact state of the
- * step before. Also reads the AdamW update counter of the final optimizer state.
- */
-const REPLAY = String.raw`
-import json, sys
-import torch
-from safetensors.torch import load_file
-from workers.trainer.checkpoint import CheckpointStore
-from workers.trainer.trainer import Trainer
-
-root, scratch, run_id, last = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-run = CheckpointStore(root)
-model = run.read_manifest(run_id)["model"]
-ref = Trainer(CheckpointStore(scratch), device=torch.device("cpu"))
-same_metrics = []
-for step in range(1, last + 1):
-    record = run.read_record(run_id, step)
-    again = ref.train_step(run_id, step, record["batch_ref"], model=model, config=record["config"])
-    strip = lambda m: {k: v for k, v in m.items() if k != "duration_s"}
-    same_metrics.append(strip(record["metrics"]) == strip(again["metrics"]))
-
-def weights(store):
-    out = {}
-    for f in sorted(store.weights_dir(run_id, last).glob("*.safetensors")):
-        out.update(load_file(str(f)))
-    return out
-
-mine, theirs = weights(run), weights(ref.store)
-optimizer = torch.load(run.step_dir(run_id, last) / "optimizer.pt", map_location="cpu", weights_only=True)
-print(json.dumps({
-    "sameMetrics": same_metrics,
-    "sameWeights": mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine),
-    "adamSteps": sorted({int(s["step"]) for s in optimizer["state"].values()}),
-}))
-`;
-
+/** Replays steps 1..`last` of the run in a fresh trainer (replayRecordedSteps); a failed replay fails. */
 async function replaySteps(stack: Stack, runId: string, last: number) {
-  const { stdout } = await execPython(
-    path.join(REPO_ROOT, '.venv-trainer', 'bin', 'python'),
-    ['-c', REPLAY, stack.checkpoints, path.join(stack.home, 'replay'), runId, String(last)],
-    { cwd: REPO_ROOT, env: { ...process.env, ...stack.env }, maxBuffer: 16 * 1024 * 1024 },
-  );
-  const lines = stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]!) as {
-    sameMetrics: boolean[];
-    sameWeights: boolean;
-    adamSteps: number[];
-  };
+  const found = (await replayRecordedSteps(stack.checkpoints, [[runId, last]], stack.env))[runId];
+  if (!found || 'error' in found)
+    throw new Error(`replaying ${runId} failed: ${found?.error ?? 'no result'}`);
+  return found;
 }
 
 /**
@@ -408,7 +312,7 @@ async function expectExactlyOnce(stack: Stack, runId: string) {
   for (let it = 0; it < ITERATIONS; it++) {
     for (let t = 0; t < TASKS; t++) {
       for (let s = 0; s < ROLLOUTS; s++) {
-        const taskId = `${SYNTHESIS_RUN}-task-0000${t}`;
+        const taskId = fixtureTaskId(SYNTHESIS_RUN, t);
         expected.push({
           episode_id: `${runId}/it${it}/${taskId}/r${s}`,
           task_id: taskId,
@@ -676,8 +580,8 @@ async function killTheCpuWorkerDuringRollouts(): Promise<void> {
       await Promise.all(
         Array.from({ length: TASKS }, (_, t) =>
           completedActivities<{ sampleIndex: number }, unknown>(
-            client.workflow.getHandle(`${runId}-it${KILL_IN_ITERATION}-${SYNTHESIS_RUN}-task-0000${t}`),
-            'runRollout',
+            client.workflow.getHandle(`${runId}-it${KILL_IN_ITERATION}-${fixtureTaskId(SYNTHESIS_RUN, t)}`),
+            'runJudgedRollout',
           ),
         ),
       )

@@ -7,62 +7,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
 import { latestMetricsQuery } from '../../workflows/grpo-controls';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server';
+import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture';
+import { startModelServer, type ModelServer } from '../support/model-server';
 import { startPython, type PythonProcess } from '../support/python-process';
 import { recordHistory } from '../support/histories';
 import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
 
 const SYNTHESIS_RUN = 'synthesis-fixture';
 const TASKS = 3; // 2 trained on, 1 held out
-
-/** The judge grades by the transcript: every other rollout achieves the second sub-goal. */
-function judge(request: ScriptedRequest): string {
-  const text = request.body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
-  return JSON.stringify({
-    forbidden: [{ index: 0, violated: false, evidence: '' }],
-    subGoals: [
-      { index: 0, achieved: true },
-      { index: 1, achieved: text.length % 2 === 0 },
-    ],
-    requiredInteractions: [{ index: 0, satisfied: false }],
-  });
-}
-
-async function insertKeptTasks(url: string): Promise<void> {
-  const sql = new pg.Client({ connectionString: url });
-  await sql.connect();
-  const tool = {
-    type: 'function',
-    function: {
-      name: 'lookup_record',
-      description: 'Look up a record',
-      parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-    },
-  };
-  for (let idx = 0; idx < TASKS; idx++) {
-    await sql.query(
-      `INSERT INTO tasks (task_id, run_id, idx, persona_id, stage, workflow, tools, forbidden, instruction, hidden_context, rubric)
-       VALUES ($1, $2, $3, $4, 'kept', $5, $6, $7, $8, $9, $10)`,
-      [
-        `${SYNTHESIS_RUN}-task-0000${idx}`,
-        SYNTHESIS_RUN,
-        idx,
-        `p${idx}`,
-        JSON.stringify(['Find the record', 'Fix it']),
-        JSON.stringify([tool]),
-        JSON.stringify(['Delete records']),
-        `Please sort out record ${idx}.`,
-        `The record id is R-${idx}.`,
-        JSON.stringify({
-          forbidden: ['Delete records'],
-          subGoals: ['Found', 'Fixed'],
-          requiredInteractions: ['Ask the id'],
-        }),
-      ],
-    );
-  }
-  await sql.end();
-}
 
 describe('GRPO training in the mock world', () => {
   let db: TestDatabase;
@@ -77,14 +29,8 @@ describe('GRPO training in the mock world', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-grpo-'));
     db = await createTestDatabase();
-    await insertKeptTasks(db.url);
-    models = await startModelServer({
-      script: [
-        { role: 'judge', reply: judge },
-        { role: 'tool-simulator', reply: JSON.stringify({ equivalentTo: null, response: '{"id":"R-0"}' }) },
-        { role: 'user-simulator', reply: 'The record id is R-0.' },
-      ],
-    });
+    await insertFixtureTasks(db.url, { synthesisRunId: SYNTHESIS_RUN, count: TASKS });
+    models = await startModelServer({ script: grpoFixtureScript });
     const env = {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
@@ -118,11 +64,7 @@ describe('GRPO training in the mock world', () => {
       args: [
         {
           dataset: { synthesisRunId: SYNTHESIS_RUN, heldOutTasks: 1 },
-          policy: {
-            base: { kind: 'tiny', seed: 0 },
-            endpoint: { baseUrl: policyUrl, model: 'policy' },
-            sampling: { temperature: 1, maxTokens: 24, seed: 7 },
-          },
+          policy: fixturePolicy({ baseUrl: policyUrl, model: 'policy' }),
           judge: role,
           toolSimulator: role,
           userSimulator: role,

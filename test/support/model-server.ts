@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mulberry32 } from '../../activities/training/sampling';
 
 /**
  * A local OpenAI-compatible model server for tests and benchmarks: the only test double of the
@@ -610,18 +611,6 @@ export function canonicalHash(value: unknown): string {
   return createHash('sha256')
     .update(JSON.stringify(sorted(value)))
     .digest('hex');
-}
-
-/** A small seeded generator (mulberry32): reproducible fault draws. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function readBody(req: http.IncomingMessage): Promise<string> {

@@ -278,14 +278,20 @@ async function codecServer(values: { port?: string; host?: string; origin?: stri
       `browser origins allowed: ${allowedOrigins.join(', ')}` +
       `${env.MOCKWORLD_CODEC_AUTH ? '\nrequests must carry the Authorization header of MOCKWORLD_CODEC_AUTH' : ''}\nCtrl-C to stop`,
   );
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilInterrupted();
   await server.close();
   return 0;
 }
 
+/** Resolves at Ctrl-C or SIGTERM: the long-running commands then close what they serve. */
+function untilInterrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
+/** Serves the model gateway (README "On a cluster") until Ctrl-C. */
 async function modelGateway(values: { port?: string; host?: string }): Promise<number> {
   const env = loadEnvironment();
   const port = parsePort(values.port, 11437);
@@ -302,10 +308,7 @@ async function modelGateway(values: { port?: string; host?: string }): Promise<n
       `workers: MOCKWORLD_MODEL_GATEWAY_URL=${gateway.url} mockworld worker` +
       `${env.MOCKWORLD_MODEL_GATEWAY_AUTH ? ' (with the same MOCKWORLD_MODEL_GATEWAY_AUTH)' : ''}\nCtrl-C to stop`,
   );
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilInterrupted();
   await gateway.close();
   return 0;
 }

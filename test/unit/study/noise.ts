@@ -1,15 +1,8 @@
 /** Seeded noise for the study-analysis tests: the same seed always gives the same curve. */
+import { mulberry32 } from '../../../activities/training/sampling';
 
-/** mulberry32: a 32-bit-state PRNG, uniform in [0, 1). */
-export function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** A seeded uniform stream in [0, 1). */
+export const uniform = mulberry32;
 
 /** Standard normal draws (Box–Muller) from a seeded uniform stream. */
 export function gaussian(seed: number): () => number {
