@@ -44,6 +44,31 @@ export async function connectWorker(address: string): Promise<NativeConnection> 
   }
 }
 
+/**
+ * Connects to Temporal, waiting for it as long as it takes: a worker started before the frontend
+ * (a node rebooting with the cluster, a dev server restarting) serves once it is up, with no one
+ * restarting it. Says what it waits for at once, then once a minute.
+ */
+export async function connectWorkerWhenUp(
+  address: string,
+  log: (line: string) => void = (line) => console.error(line),
+): Promise<NativeConnection> {
+  const started = Date.now();
+  let lastSaid = 0;
+  for (let wait = 1_000; ; wait = Math.min(2 * wait, 10_000)) {
+    try {
+      return await connectWorker(address);
+    } catch (error) {
+      if (lastSaid === 0 || Date.now() - lastSaid >= 60_000) {
+        const waited = Math.round((Date.now() - started) / 1000);
+        log(`${(error as Error).message} Waiting for it (${waited} s so far); Ctrl-C to give up.`);
+        lastSaid = Date.now();
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 /** Builds (but does not run) a worker serving mockworld's workflows and CPU activities. */
 export async function createCpuWorker(
   connection: NativeConnection,
@@ -61,9 +86,9 @@ export async function createCpuWorker(
   });
 }
 
-/** Runs a CPU worker until SIGINT/SIGTERM, then drains and closes its connection. */
+/** Runs a CPU worker until SIGINT/SIGTERM (waiting for Temporal if it is not up yet), then drains and closes its connection. */
 export async function runCpuWorker(options: CpuWorkerOptions = {}): Promise<void> {
-  const connection = await connectWorker(options.address ?? loadEnvironment().TEMPORAL_ADDRESS);
+  const connection = await connectWorkerWhenUp(options.address ?? loadEnvironment().TEMPORAL_ADDRESS);
   try {
     await (await createCpuWorker(connection, options)).run();
   } finally {

@@ -1,7 +1,7 @@
 /**
  * The chaos harness: a private stack (its own Temporal dev server on its own db file, its own fresh
- * PostgreSQL database, scripted model servers with random faults, two CPU worker processes, the
- * Python trainer worker and policy server), a synthesis run and a GRPO run going at once, and
+ * PostgreSQL database, scripted model servers with random faults, two CPU worker processes calling
+ * them through one model gateway, the Python trainer worker and policy server), a synthesis run and a GRPO run going at once, and
  * faults injected at seeded random points while they run:
  *
  *   (a) cpu-worker-kill   SIGKILL a CPU worker process, start a new one

@@ -37,17 +37,33 @@ def settings() -> tuple[str, str, str]:
     )
 
 
-async def connect(address: str, namespace: str) -> Client:
-    """Connects to Temporal; an unreachable server becomes a SystemExit that says what to check."""
-    try:
-        return await asyncio.wait_for(Client.connect(address, namespace=namespace), timeout=15)
-    except (TimeoutError, Exception) as e:
-        raise SystemExit(
-            f"mockworld trainer: cannot reach Temporal at {address} (namespace {namespace!r}): "
-            f"{type(e).__name__}: {e}\n"
-            "Start the local stack (`mockworld stack up` / `temporal server start-dev`) or set "
-            "TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE to a running server."
-        ) from None
+async def connect(address: str, namespace: str, wait_s: float | None = 0.0) -> Client:
+    """Connects to Temporal, trying again for ``wait_s`` seconds (None: as long as it takes, so a
+    worker started before the frontend serves once it is up). Says what it waits for at once, then
+    once a minute; when the time is spent, an unreachable server becomes a SystemExit that says what
+    to check."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    said_at: float | None = None
+    delay = 1.0
+    while True:
+        try:
+            return await asyncio.wait_for(Client.connect(address, namespace=namespace), timeout=15)
+        except (TimeoutError, Exception) as e:
+            message = (
+                f"mockworld trainer: cannot reach Temporal at {address} (namespace {namespace!r}): "
+                f"{type(e).__name__}: {e}\n"
+                "Start the local stack (`mockworld stack up` / `temporal server start-dev`) or set "
+                "TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE to a running server."
+            )
+            waited = loop.time() - started
+            if wait_s is not None and waited + delay > wait_s:
+                raise SystemExit(message) from None
+            if said_at is None or loop.time() - said_at >= 60:
+                log.warning("%s\nWaiting for it (%.0f s so far); Ctrl-C to give up.", message, waited)
+                said_at = loop.time()
+        await asyncio.sleep(delay)
+        delay = min(2 * delay, 10.0)
 
 
 def build_worker(
@@ -65,7 +81,7 @@ def build_worker(
 
 async def run() -> None:
     address, namespace, task_queue = settings()
-    client = await connect(address, namespace)
+    client = await connect(address, namespace, wait_s=None)
     trainer = Trainer()
     log.info(
         "trainer worker: %s namespace=%s queue=%s device=%s checkpoints=%s",

@@ -30,6 +30,19 @@ def test_an_unreachable_temporal_exits_with_what_to_set():
     assert "cannot reach Temporal at 127.0.0.1:1" in message and "TEMPORAL_ADDRESS" in message
 
 
+def test_an_unreachable_temporal_is_waited_for_then_given_up_on_after_wait_s(caplog):
+    loop_started = asyncio.run(_timed_connect(2.5))
+    assert loop_started >= 1.0  # tried again at least once before giving up
+    assert "Waiting for it" in caplog.text and "127.0.0.1:1" in caplog.text
+
+
+async def _timed_connect(wait_s: float) -> float:
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(SystemExit):
+        await connect("127.0.0.1:1", "default", wait_s=wait_s)
+    return asyncio.get_running_loop().time() - started
+
+
 def test_settings_default_to_the_typescript_side_defaults(monkeypatch):
     for name in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "MOCKWORLD_GPU_TASK_QUEUE"):
         monkeypatch.delenv(name, raising=False)
