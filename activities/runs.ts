@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/common';
 import type { RunFinish, RunStart } from '../schemas/run-records';
 import { getPool } from './store/db';
 
@@ -5,13 +6,30 @@ import { getPool } from './store/db';
 export function createRunActivities(databaseUrl: string) {
   const pool = () => getPool(databaseUrl);
   return {
-    /** Registers a run; a retry or a replayed start leaves the first row as it was. */
+    /**
+     * Registers a run. A new execution under the same id (a study re-run to extend its grid, a
+     * synthesis started again) takes the row over: its spec, status running, no summary yet. An id
+     * already used by a run of another kind is refused: the two would share tasks and ledgers.
+     */
     async recordRunStart({ runId, kind, spec }: RunStart): Promise<void> {
-      await pool().query(
+      const { rows } = await pool().query<{ kind: string }>(
         `INSERT INTO runs (run_id, kind, spec) VALUES ($1, $2, $3)
-         ON CONFLICT (run_id) DO NOTHING`,
+         ON CONFLICT (run_id) DO UPDATE
+           SET spec = EXCLUDED.spec, status = 'running', summary = NULL, updated_at = now()
+           WHERE runs.kind = EXCLUDED.kind
+         RETURNING kind`,
         [runId, kind, JSON.stringify(spec)],
       );
+      if (rows.length === 0) {
+        const { rows: held } = await pool().query<{ kind: string }>(
+          'SELECT kind FROM runs WHERE run_id = $1',
+          [runId],
+        );
+        throw ApplicationFailure.nonRetryable(
+          `workflow id ${runId} already holds a ${held[0]?.kind ?? 'different'} run; start this ${kind} run under another id`,
+          'RunIdTakenError',
+        );
+      }
     },
     /** Records the end state and summary of a run (idempotent: the same values again). */
     async recordRunFinish({ runId, state, summary }: RunFinish): Promise<void> {

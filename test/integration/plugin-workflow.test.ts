@@ -2,7 +2,8 @@ import { WorkflowFailedError } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { createRunActivities } from '../../activities/runs';
+import { createTestDatabase, query, type TestDatabase } from '../support/database';
 import { startModelServer, type ModelServer } from '../support/model-server';
 import { recordHistory } from '../support/histories';
 import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
@@ -94,5 +95,39 @@ describe('a workflow started through the plugin', () => {
     expect(description.status.name).toBe('FAILED');
     expect(description.historyLength).toBeLessThan(10);
     await recordHistory(handle.workflowId, 'smoke-invalid-spec');
+  });
+  it('gives the runs row to a new execution under the same id, and refuses an id of another kind', async () => {
+    const workflowId = `smoke-rerun-${Date.now()}`;
+    const row = async () =>
+      (
+        await query<{ status: string; steps: number; summary: { steps: number } | null }>(
+          db.url,
+          `SELECT status, (spec->>'steps')::int AS steps, summary FROM runs WHERE run_id = $1`,
+          [workflowId],
+        )
+      )[0];
+    await tw.client.workflow.execute('Smoke', { args: [smokeSpec(1)], taskQueue: tw.taskQueue, workflowId });
+    expect(await row()).toMatchObject({ status: 'completed', steps: 1, summary: { steps: 1 } });
+
+    models.setLatency(1_000);
+    try {
+      const again = await tw.client.workflow.start('Smoke', {
+        args: [smokeSpec(2)],
+        taskQueue: tw.taskQueue,
+        workflowId,
+      });
+      await eventually(async () => (await row())?.steps === 2);
+      expect(await row()).toMatchObject({ status: 'running', steps: 2, summary: null });
+      await again.result();
+    } finally {
+      models.setLatency(0);
+    }
+    expect(await row()).toMatchObject({ status: 'completed', steps: 2, summary: { steps: 2 } });
+
+    const other = createRunActivities(db.url);
+    await expect(other.recordRunStart({ runId: workflowId, kind: 'Synthesis', spec: {} })).rejects.toThrow(
+      `workflow id ${workflowId} already holds a Smoke run`,
+    );
+    expect(await row()).toMatchObject({ status: 'completed', steps: 2 });
   });
 });
