@@ -58,7 +58,7 @@ export interface GrpoSummary {
  * takes effect between iterations; `stop` finishes the iteration, pins the checkpoint, completes.
  */
 export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Promise<GrpoSummary> {
-  const spec: GrpoSpec = validateSpec('GrpoTraining', input);
+  const spec: GrpoSpec = await validateSpec('GrpoTraining', input);
   const runId = workflowInfo().workflowId;
   const trainer = trainerActivities(spec.gpuTaskQueue);
 

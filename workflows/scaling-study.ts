@@ -38,7 +38,7 @@ export interface StudySummary {
  * train. Pause stops new questions and cells from starting; work in flight finishes.
  */
 export async function ScalingStudy(input: unknown): Promise<StudySummary> {
-  const spec: ScalingStudySpec = validateSpec('ScalingStudy', input);
+  const spec: ScalingStudySpec = await validateSpec('ScalingStudy', input);
   const studyId = workflowInfo().workflowId;
   const streams = studyStreams(spec);
   const cells = studyCells(spec);

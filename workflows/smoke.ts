@@ -22,7 +22,7 @@ export interface SmokeSummary {
  * the JSON spec, so it starts from the Temporal UI as well as from `mockworld start`.
  */
 export async function Smoke(input: unknown): Promise<SmokeSummary> {
-  const spec = validateSpec('Smoke', input);
+  const spec = await validateSpec('Smoke', input);
   const runId = workflowInfo().workflowId;
   const control = new RunControl('Smoke', spec.steps);
   await recordRunStart({ runId, kind: 'Smoke', spec });

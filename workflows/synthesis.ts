@@ -54,7 +54,7 @@ const OUTCOME_STAGE: Record<string, TaskStage | 'failed'> = { k: 'kept', r: 'rej
  * writes the statistics report and the exported dataset at the end.
  */
 export async function Synthesis(input: unknown, carried?: SynthesisProgress): Promise<SynthesisSummary> {
-  const spec: SynthesisSpec = validateSpec('Synthesis', input);
+  const spec: SynthesisSpec = await validateSpec('Synthesis', input);
   const runId = workflowInfo().workflowId;
   const control = new RunControl('Synthesis', spec.tasks);
 
