@@ -7,7 +7,7 @@ import { createModelClient, type ModelCall, type ModelClient } from '../../../ac
 import { getPool } from '../../../activities/store/db';
 import { createTestDatabase, type TestDatabase } from '../../support/database';
 import { startModelServer, type ModelServer } from '../../support/model-server';
-import { callRows, endpointOf, query, sampling, system } from './fixtures';
+import { callRows, endpointOf, query, sampling, teacherCall } from './fixtures';
 
 describe('the model response cache and usage ledger', () => {
   let db: TestDatabase;
@@ -28,14 +28,8 @@ describe('the model response cache and usage ledger', () => {
     server.resetStats();
   });
 
-  const call = (model: string, text: string, extra: Partial<ModelCall> = {}): ModelCall => ({
-    endpoint: endpointOf(server, model),
-    messages: [system('teacher'), { role: 'user', content: text }],
-    sampling,
-    runId: 'run-cache',
-    role: 'teacher',
-    ...extra,
-  });
+  const call = (model: string, text: string, extra: Partial<ModelCall> = {}) =>
+    teacherCall(server, 'run-cache', model, text, extra);
 
   it('serves a repeated call from the cache: no upstream call, one row, usage counted once', async () => {
     const first = await models.chat(call('c-repeat', 'what is 2+2?'));

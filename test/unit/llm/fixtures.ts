@@ -4,6 +4,7 @@ import {
   type ModelEndpoint,
   type ModelEndpointInput,
 } from '../../../schemas/model-endpoint';
+import type { ModelCall } from '../../../activities/llm';
 import type { ModelServer } from '../../support/model-server';
 import { query } from '../../support/database';
 
@@ -27,6 +28,24 @@ export function endpointOf(
 
 /** Deterministic sampling with a small completion budget. */
 export const sampling = SamplingSchema.parse({ temperature: 0, maxTokens: 64 });
+
+/** A teacher call of run `runId` asking `text` of `model` on the test server. */
+export function teacherCall(
+  server: ModelServer,
+  runId: string,
+  model: string,
+  text: string,
+  extra: Partial<ModelCall> = {},
+): ModelCall {
+  return {
+    endpoint: endpointOf(server, model),
+    messages: [system('teacher'), { role: 'user', content: text }],
+    sampling,
+    runId,
+    role: 'teacher',
+    ...extra,
+  };
+}
 
 /** A system message carrying the test server's role marker. */
 export function system(role: string, text = 'You are a test model.'): { role: 'system'; content: string } {

@@ -12,7 +12,7 @@ import { GATEWAY_COMPLETE_PATH } from '../../../activities/llm/gateway-client';
 import { startModelGateway, type ModelGateway } from '../../../workers/gateway/model-gateway';
 import { createTestDatabase, type TestDatabase } from '../../support/database';
 import { startModelServer, type ModelServer } from '../../support/model-server';
-import { endpointOf, query, sampling, system } from './fixtures';
+import { endpointOf, query, teacherCall } from './fixtures';
 
 const LLM_INDEX = new URL('../../../activities/llm/index.ts', import.meta.url).pathname;
 
@@ -42,14 +42,8 @@ describe('the model gateway', () => {
     server.resetStats();
   });
 
-  const call = (model: string, text: string, extra: Partial<ModelCall> = {}): ModelCall => ({
-    endpoint: endpointOf(server, model),
-    messages: [system('teacher'), { role: 'user', content: text }],
-    sampling,
-    runId: 'run-gateway',
-    role: 'teacher',
-    ...extra,
-  });
+  const call = (model: string, text: string, extra: Partial<ModelCall> = {}) =>
+    teacherCall(server, 'run-gateway', model, text, extra);
 
   /** A worker process that makes `call` and is SIGKILLed once the model server has the request. */
   async function killedMidCall(modelCall: ModelCall, gatewayUrl: string | null): Promise<void> {
