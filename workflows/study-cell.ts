@@ -1,4 +1,4 @@
-import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities';
 import { sftLearningRate, type Cell } from '../activities/study/grid';
 import type { ScalingStudySpec } from '../schemas/scaling-study-spec';
@@ -82,6 +82,11 @@ export async function StudyCell(input: StudyCellInput, carried?: CellProgress): 
     lastMetrics = result.metrics;
   }
 
+  // A cell with no examples is never stepped: record its model, or the policy server would
+  // evaluate its own --base instead of the student's base.
+  if (applied === 0 && patched('study-cell-register-untrained-run')) {
+    await trainer['trainer.registerRun']({ run_id: trainerRunId, model });
+  }
   await study.recordCellTrained({ studyId, cellId: cell.cellId, steps: applied, metrics: lastMetrics });
   const evaluation = await study.evaluateCell({
     studyId,

@@ -31,6 +31,8 @@ export interface TrainerActivities {
     run_id: string;
     step?: number;
   }): Promise<{ step: number; model_path: string }>;
+  /** Fixes a run's model before its first step, so its step 0 is served as that model. */
+  'trainer.registerRun'(input: { run_id: string; model: Record<string, unknown> }): Promise<{ step: number }>;
 }
 
 /**

@@ -106,13 +106,16 @@ describe('a workflow started through the plugin', () => {
           [workflowId],
         )
       )[0];
-    await tw.client.workflow.execute('Smoke', { args: [smokeSpec(1)], taskQueue: tw.taskQueue, workflowId });
+    // Prompts of their own: calls answered from the cache would let the re-run finish at once.
+    const first = { ...smokeSpec(1), prompt: `first ${workflowId}` };
+    const second = { ...smokeSpec(2), prompt: `second ${workflowId}` };
+    await tw.client.workflow.execute('Smoke', { args: [first], taskQueue: tw.taskQueue, workflowId });
     expect(await row()).toMatchObject({ status: 'completed', steps: 1, summary: { steps: 1 } });
 
     models.setLatency(1_000);
     try {
       const again = await tw.client.workflow.start('Smoke', {
-        args: [smokeSpec(2)],
+        args: [second],
         taskQueue: tw.taskQueue,
         workflowId,
       });

@@ -34,6 +34,11 @@ trainer.saveCheckpoint, input {"run_id": str, "step"?: int (default: the latest)
   output {"run_id": str, "step": int, "model_path": str, "pinned": true}. Pins the step's weights so
   retention (MOCKWORLD_CHECKPOINT_KEEP newest steps) never removes them. Idempotent.
 
+trainer.registerRun, input {"run_id": str, "model": model spec as above};
+  output: as trainer.latestPolicy. Fixes the run's model before its first step (run.json), so a run
+  that is never stepped (a study cell without examples) is served at step 0 as its own model. Idempotent;
+  a different model after a step is TrainerStepMismatch.
+
 trainer.latestPolicy, input {"run_id": str};
   output {"run_id": str, "step": int, "model_path": str | null, "base_model": model spec | null,
           "kind": "grpo" | "sft" | null, "metrics": object | null}. At step 0, model_path is the
@@ -124,7 +129,7 @@ def _object(data: Any, allowed: set[str], required: set[str]) -> dict[str, Any]:
 
 
 class TrainerActivities:
-    """The four trainer activities, bound to one Trainer (one model in memory, one step at a time)."""
+    """The trainer activities, bound to one Trainer (one model in memory, one step at a time)."""
 
     def __init__(self, trainer: Trainer | None = None) -> None:
         self.trainer = trainer or Trainer()
@@ -161,6 +166,13 @@ class TrainerActivities:
         d = _object(data, {"run_id", "step"}, {"run_id"})
         return self.trainer.save_checkpoint(d["run_id"], d.get("step"))
 
+    @activity.defn(name="trainer.registerRun")
+    @_non_retryable
+    def register_run(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Fixes a run's model before its first step (its step 0 is then served as that model)."""
+        d = _object(data, {"run_id", "model"}, {"run_id", "model"})
+        return self.trainer.register_run(d["run_id"], d["model"])
+
     @activity.defn(name="trainer.latestPolicy")
     @_non_retryable
     def latest_policy(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -169,4 +181,4 @@ class TrainerActivities:
         return self.trainer.latest_policy(d["run_id"])
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.grpo_step, self.sft_step, self.save_checkpoint, self.latest_policy]
+        return [self.grpo_step, self.sft_step, self.save_checkpoint, self.register_run, self.latest_policy]

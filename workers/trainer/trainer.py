@@ -147,6 +147,14 @@ class Trainer:
                 self._state = None  # another worker applied this step first; its weights are the truth
             return _result(record, str(step_dir / "model"), replayed=not won)
 
+    def register_run(self, run_id: str, model: Any) -> dict[str, Any]:
+        """Records the run's model before (or without) any step, so its step 0 is served as that model
+        (a study cell with no training examples is evaluated on its own base, not the policy server's
+        ``--base``). Idempotent; once a step is applied, a different model is a StepMismatchError."""
+        with self._lock:
+            self._run_spec(run_id, parse_model_spec(model), self.store.latest_step(run_id))
+        return self.latest_policy(run_id)
+
     def latest_policy(self, run_id: str) -> dict[str, Any]:
         """The newest applied step of a run and where its weights are (``None`` at step 0 of a tiny model)."""
         latest = self.store.latest_step(run_id)

@@ -38,7 +38,13 @@ def test_the_activities_are_registered_under_the_names_the_workflows_call():
     names = [
         activity._Definition.must_from_callable(f).name for f in TrainerActivities.__new__(TrainerActivities).all()
     ]
-    assert names == ["trainer.grpoStep", "trainer.sftStep", "trainer.saveCheckpoint", "trainer.latestPolicy"]
+    assert names == [
+        "trainer.grpoStep",
+        "trainer.sftStep",
+        "trainer.saveCheckpoint",
+        "trainer.registerRun",
+        "trainer.latestPolicy",
+    ]
 
 
 def test_grpo_step_applies_once_heartbeats_and_returns_a_small_json_result(acts, env_and_beats, batch_ref):
@@ -71,6 +77,23 @@ def test_save_checkpoint_and_latest_policy_report_where_the_weights_are(acts, en
     pinned = env.run(acts.save_checkpoint, {"run_id": "wf-2"})
     assert pinned == {"run_id": "wf-2", "step": 1, "model_path": latest["model_path"], "pinned": True}
     assert env.run(acts.save_checkpoint, {"run_id": "wf-2", "step": 1}) == pinned  # idempotent
+
+
+def test_register_run_fixes_the_model_of_a_run_that_never_steps(acts, env_and_beats, batch_ref):
+    env, _ = env_and_beats
+    other = {**TINY, "seed": 1}
+    registered = env.run(acts.register_run, {"run_id": "wf-reg", "model": TINY})
+    assert registered["step"] == 0 and registered["base_model"]["kind"] == "tiny"
+    assert acts.trainer.store.read_manifest("wf-reg")["model"]["seed"] == 0  # what the policy server serves at step 0
+    assert env.run(acts.register_run, {"run_id": "wf-reg", "model": TINY}) == registered  # idempotent
+    # Before any step the model may still change (the run was never trained with the first one) ...
+    assert env.run(acts.register_run, {"run_id": "wf-reg", "model": other})["base_model"]["seed"] == 1
+    # ... after a step it is fixed.
+    env.run(acts.grpo_step, {"run_id": "wf-reg", "step": 1, "batch_ref": batch_ref, "model": other, "config": CFG})
+    err = _application_error(env, acts.register_run, {"run_id": "wf-reg", "model": TINY})
+    assert err.type == "TrainerStepMismatch" and err.non_retryable
+    err = _application_error(env, acts.register_run, {"run_id": "wf-reg"})
+    assert err.type == "TrainerBadRequest" and "model: required" in err.message
 
 
 def _application_error(env, fn, request) -> ApplicationError:
