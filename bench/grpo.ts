@@ -410,6 +410,10 @@ export function standInTrainerActivities(databaseUrl: string, checkpointDir: str
       await writeFile(path.join(dir, 'pinned'), '');
       return { run_id: input.run_id, step, model_path: path.join(dir, 'model'), pinned: true };
     },
+    /** The stand-in keeps no weights, so there is no model to record: the step it reports is all. */
+    async 'trainer.registerRun'(input: { run_id: string }) {
+      return { run_id: input.run_id, step: await latestStep(input.run_id) };
+    },
   };
 }
 

@@ -53,19 +53,38 @@ export async function connectWorkerWhenUp(
   address: string,
   log: (line: string) => void = (line) => console.error(line),
 ): Promise<NativeConnection> {
-  const started = Date.now();
-  let lastSaid = 0;
-  for (let wait = 1_000; ; wait = Math.min(2 * wait, 10_000)) {
-    try {
-      return await connectWorker(address);
-    } catch (error) {
-      if (lastSaid === 0 || Date.now() - lastSaid >= 60_000) {
-        const waited = Math.round((Date.now() - started) / 1000);
-        log(`${(error as Error).message} Waiting for it (${waited} s so far); Ctrl-C to give up.`);
-        lastSaid = Date.now();
+  // The SDK's runtime takes over SIGINT/SIGTERM once created; give up waiting on them ourselves.
+  let interrupted = false;
+  let wake = () => {};
+  const onSignal = () => {
+    interrupted = true;
+    wake();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const started = Date.now();
+    let lastSaid = 0;
+    for (let wait = 1_000; ; wait = Math.min(2 * wait, 10_000)) {
+      try {
+        return await connectWorker(address);
+      } catch (error) {
+        if (interrupted) throw new Error(`gave up waiting for Temporal at ${address} (interrupted)`);
+        if (lastSaid === 0 || Date.now() - lastSaid >= 60_000) {
+          const waited = Math.round((Date.now() - started) / 1000);
+          log(`${(error as Error).message} Waiting for it (${waited} s so far); Ctrl-C to give up.`);
+          lastSaid = Date.now();
+        }
       }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, wait);
+      });
+      if (interrupted) throw new Error(`gave up waiting for Temporal at ${address} (interrupted)`);
     }
-    await new Promise((resolve) => setTimeout(resolve, wait));
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }
 

@@ -3,6 +3,7 @@ import {
   continueAsNew,
   executeChild,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -66,6 +67,11 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   if (carried) progress = carried;
   else {
     await recordRunStart({ runId, kind: 'GrpoTraining', spec });
+    // Record the policy's base with the trainer before any step, so the policy server serves
+    // iteration 0 from spec.policy.base (not from its own --base).
+    if (patched('grpo-register-run')) {
+      await trainer['trainer.registerRun']({ run_id: runId, model: spec.policy.base });
+    }
     const first = await activities.planIteration(planInput(spec, runId, 0));
     progress = {
       iteration: 0,

@@ -93,7 +93,8 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
         );
         const choice = answer.completion.choices[0]!;
         // The answer is paid for: a ledger write cut off by a PostgreSQL restart is retried here,
-        // since failing the activity would make its retry ask (and pay) again.
+        // since failing the activity would make its retry ask (and pay) again; a caller that left
+        // meanwhile does not stop it (the retry is bounded in time).
         const { stored, inserted } = await retryOnConnectionError(
           () =>
             storeCall(pool(), {
@@ -107,7 +108,6 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
               latencyMs: answer.latencyMs,
               attempts: answer.attempts,
             }),
-          signal,
         );
         return toResult(stored, !inserted);
       },

@@ -513,7 +513,8 @@ export async function auditModelCalls(
       });
     }
   }
-  const paidTwice = byRole.reduce((n, r) => n + r.paidTwice, 0);
+  // A role with fewer answers than rows (negative) must not hide one paid twice elsewhere.
+  const paidTwice = byRole.reduce((n, r) => n + Math.max(0, r.paidTwice), 0);
   const onTheWireAtKill = byRole.reduce((n, r) => n + r.onTheWireAtKill, 0);
   const concurrent = byRole.reduce((n, r) => n + r.concurrent, 0);
   const other = paidTwice - onTheWireAtKill - concurrent;

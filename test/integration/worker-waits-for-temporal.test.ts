@@ -76,4 +76,21 @@ describe('a CPU worker started before Temporal is up', () => {
       await connection.close();
     }
   });
+  it('gives up waiting when told to stop', async () => {
+    const waiting = startWorkerProcess({
+      TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
+      DATABASE_URL: db.url,
+    });
+    let stderr = '';
+    waiting.child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) =>
+      waiting.child.once('exit', (code) => resolve(code)),
+    );
+    const deadline = Date.now() + 60_000;
+    while (!/Waiting for it/.test(stderr) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    waiting.child.kill('SIGTERM');
+    expect(await exited).not.toBe(0);
+    expect(stderr).toContain('gave up waiting for Temporal');
+  });
 });

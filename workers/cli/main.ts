@@ -291,10 +291,20 @@ function untilInterrupted(): Promise<void> {
   });
 }
 
+/** Longest wait, at shutdown, for the gateway's calls in flight (model calls retry for minutes). */
+const GATEWAY_DRAIN_MS = 10 * 60_000;
+
 /** Serves the model gateway (README "On a cluster") until Ctrl-C. */
 async function modelGateway(values: { port?: string; host?: string }): Promise<number> {
   const env = loadEnvironment();
   const port = parsePort(values.port, 11437);
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(values.host ?? '127.0.0.1');
+  if (!loopback && !env.MOCKWORLD_MODEL_GATEWAY_AUTH) {
+    throw new UsageError(
+      `--host ${values.host} opens the gateway (and the API keys it spends) to the network: ` +
+        'set MOCKWORLD_MODEL_GATEWAY_AUTH on the gateway and the workers first',
+    );
+  }
   await migrate(env.DATABASE_URL);
   const gateway = await startModelGateway({
     databaseUrl: env.DATABASE_URL,
@@ -309,7 +319,15 @@ async function modelGateway(values: { port?: string; host?: string }): Promise<n
       `${env.MOCKWORLD_MODEL_GATEWAY_AUTH ? ' (with the same MOCKWORLD_MODEL_GATEWAY_AUTH)' : ''}\nCtrl-C to stop`,
   );
   await untilInterrupted();
-  await gateway.close();
+  // Calls in flight are paid for: let them be answered and stored (a second Ctrl-C stops at once).
+  console.error(
+    `stopping: waiting for ${gateway.inFlight()} call(s) in flight to be stored (Ctrl-C again to stop now)`,
+  );
+  const cut = await Promise.race([gateway.drain(GATEWAY_DRAIN_MS), untilInterrupted().then(() => -1)]);
+  if (cut !== 0) {
+    await gateway.close();
+    console.error(`stopped with calls in flight; their retries will pay for them again`);
+  }
   return 0;
 }
 

@@ -34,6 +34,11 @@ export interface ModelGateway {
   readonly url: string;
   /** Calls being completed now (some may have lost their caller). */
   inFlight(): number;
+  /**
+   * Stops taking new calls and waits (up to `timeoutMs`) until the calls in flight are answered and
+   * stored: they are paid for, and a retry would pay again. Then closes. Returns the calls cut off.
+   */
+  drain(timeoutMs: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -56,21 +61,35 @@ const GatewayRequestSchema = z.object({
   responseFormat: z.unknown().optional(),
 });
 
+/**
+ * Variables the gateway never sends as an API key, whatever a request names: its own settings and
+ * the database password. A request names the endpoint and its key variable, so without this anyone
+ * who reaches the gateway could have it send those to a host of their choosing.
+ */
+const NEVER_KEYS = /^(DATABASE_URL|PG[A-Z]*|MOCKWORLD_.*|TEMPORAL_.*)$/;
+
 /** Starts the gateway; it runs until `close()`. */
 export async function startModelGateway(options: ModelGatewayOptions): Promise<ModelGateway> {
   const complete = createCallCompleter(options.databaseUrl);
   const authorized = authorizationCheck(options.authorization);
   const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
   let inFlight = 0;
+  let draining = false;
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const route = (req.url ?? '/').split('?')[0]!;
     if (req.method === 'GET' && route === '/health') return sendJson(res, 200, { ok: true, inFlight });
+    if (draining) throw new HttpError(503, 'the gateway is shutting down');
     if (req.method !== 'POST' || route !== GATEWAY_COMPLETE_PATH) {
       throw new HttpError(404, `no route ${req.method} ${route}; use POST ${GATEWAY_COMPLETE_PATH}`);
     }
     if (!authorized(req.headers.authorization))
       throw new HttpError(401, 'missing or wrong Authorization header');
+    // Browsers may send simple cross-site POSTs without a preflight: refuse anything from a page.
+    if (req.headers.origin !== undefined) throw new HttpError(403, 'requests from browsers are refused');
+    if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
+      throw new HttpError(415, 'the body must be application/json');
+    }
     const body = await readBody(req, maxBodyBytes);
     let parsed: z.infer<typeof GatewayRequestSchema>;
     try {
@@ -78,6 +97,13 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
     } catch (error) {
       const detail = error instanceof z.ZodError ? z.prettifyError(error) : 'the body is not JSON';
       throw new HttpError(400, `not a model call: ${detail}`);
+    }
+    const keyEnv = parsed.call.endpoint.apiKeyEnv;
+    if (keyEnv !== undefined && NEVER_KEYS.test(keyEnv)) {
+      throw new HttpError(
+        403,
+        `call.endpoint.apiKeyEnv: ${keyEnv} is not an API key variable the gateway sends`,
+      );
     }
     // No abort signal: the call is finished and stored even if the worker that asked is gone.
     inFlight++;
@@ -104,7 +130,20 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   const listening = await listen(server, options.port, options.host ?? '127.0.0.1');
-  return { url: listening.url, inFlight: () => inFlight, close: listening.close };
+  return {
+    url: listening.url,
+    inFlight: () => inFlight,
+    async drain(timeoutMs) {
+      draining = true;
+      server.close(); // no new connections; open ones finish their calls
+      const deadline = Date.now() + timeoutMs;
+      while (inFlight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      const cut = inFlight;
+      await listening.close();
+      return cut;
+    },
+    close: listening.close,
+  };
 }
 
 /** The error's class name and fields, for the worker to rebuild (gateway-client.ts). */

@@ -152,7 +152,13 @@ class Trainer:
         (a study cell with no training examples is evaluated on its own base, not the policy server's
         ``--base``). Idempotent; once a step is applied, a different model is a StepMismatchError."""
         with self._lock:
-            self._run_spec(run_id, parse_model_spec(model), self.store.latest_step(run_id))
+            latest = self.store.latest_step(run_id)
+            self._run_spec(run_id, parse_model_spec(model), latest)
+            if latest == 0:  # the model may have changed: never step from weights loaded for the old one
+                if self._state is not None and self._state.run_id == run_id:
+                    self._state = None
+                if self._ref is not None and self._ref[0] == run_id:
+                    self._ref = None
         return self.latest_policy(run_id)
 
     def latest_policy(self, run_id: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { z } from 'zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -137,6 +138,7 @@ describe('the model gateway', () => {
   it('refuses a malformed request naming the field, and requests without the configured Authorization', async () => {
     const bad = await fetch(`${gateway.url}${GATEWAY_COMPLETE_PATH}`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ call: { ...call('g-bad', 'x'), messages: [], sampling: { temperature: 9 } } }),
     });
     expect(bad.status).toBe(400);
@@ -161,5 +163,55 @@ describe('the model gateway', () => {
   it('says how to start the gateway when it is not there', async () => {
     const gone = createModelClient({ databaseUrl: db.url, gatewayUrl: 'http://127.0.0.1:9/' });
     await expect(gone.chat(call('g-gone', 'x'))).rejects.toThrow(/mockworld gateway/);
+  });
+  it('sends no setting of its own as an API key, and answers no browser', async () => {
+    const post = (body: unknown) =>
+      fetch(`${gateway.url}${GATEWAY_COMPLETE_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    for (const apiKeyEnv of ['DATABASE_URL', 'MOCKWORLD_MODEL_GATEWAY_AUTH', 'PGPASSWORD']) {
+      const asked = {
+        call: { ...call('g-exfiltrate', 'x'), endpoint: endpointOf(server, 'g-x', { apiKeyEnv }) },
+      };
+      const refused = await post(asked);
+      expect(refused.status).toBe(403);
+      expect(await refused.text()).toContain(`${apiKeyEnv} is not an API key variable`);
+    }
+    // fetch sets Origin itself: ask as a browser would, through node:http.
+    const fromPage = await new Promise<number>((resolve, reject) => {
+      const request = http.request(
+        `${gateway.url}${GATEWAY_COMPLETE_PATH}`,
+        { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' } },
+        (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        },
+      );
+      request.on('error', reject);
+      request.end(JSON.stringify({ call: call('g-browser', 'x') }));
+    });
+    expect(fromPage).toBe(403);
+    const plain = await fetch(`${gateway.url}${GATEWAY_COMPLETE_PATH}`, {
+      method: 'POST',
+      body: JSON.stringify({ call: call('g-text', 'x') }), // text/plain: a form or a page could send it
+    });
+    expect(plain.status).toBe(415);
+    expect(server.requestCount()).toBe(0);
+  });
+
+  it('stores the calls in flight before it stops, and takes no new ones meanwhile', async () => {
+    const draining = await startModelGateway({ databaseUrl: db.url, port: 0 });
+    const client = createModelClient({ databaseUrl: db.url, gatewayUrl: draining.url });
+    server.setLatency(800);
+    const asked = client.chat(call('g-drain', 'answer before you stop')).catch((e: unknown) => e);
+    while (draining.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const cut = await draining.drain(30_000);
+    expect(cut).toBe(0);
+    expect(await asked).toMatchObject({ cached: false });
+    const again = await viaGateway.chat(call('g-drain', 'answer before you stop'));
+    expect(again.cached).toBe(true);
+    expect(server.requestCount()).toBe(1);
   });
 });
