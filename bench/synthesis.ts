@@ -12,11 +12,11 @@
  * Everything started here (dev server, model server, databases, temp dir) is stopped or removed
  * at the end, on failure and on SIGINT/SIGTERM too.
  */
+import { startBenchRun } from './support/bench-run';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -541,49 +541,7 @@ async function runPlain(databaseUrl: string, runId: string, input: ReturnType<ty
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const startedAt = performance.now();
-  const nonce = randomBytes(3).toString('hex');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-bench-synthesis-'));
-  // Exported datasets go under MOCKWORLD_HOME; keep them in the temp dir (read once, on first use).
-  process.env.MOCKWORLD_HOME = dir;
-
-  const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
-  const onCleanup = (name: string, run: () => Promise<unknown>) => {
-    const entry = { name, run };
-    cleanups.push(entry);
-    return async () => {
-      const at = cleanups.indexOf(entry);
-      if (at >= 0) cleanups.splice(at, 1);
-      await run();
-    };
-  };
-  let cleaning: Promise<void> | undefined;
-  const cleanupAll = () =>
-    (cleaning ??= (async () => {
-      while (cleanups.length) {
-        const { name, run } = cleanups.pop()!;
-        try {
-          await run();
-        } catch (error) {
-          console.error(`cleanup of ${name} failed: ${(error as Error).message}`);
-        }
-      }
-    })());
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      console.error(`\n${signal}: stopping everything the bench started`);
-      void cleanupAll().finally(() => process.exit(130));
-    });
-  }
-  // A crash outside main's try (a library timer, a stray rejection) still stops what we started.
-  process.on('uncaughtException', (error) => {
-    console.error(error);
-    void cleanupAll().finally(() => process.exit(1));
-  });
-  onCleanup('temp dir', () => rm(dir, { recursive: true, force: true }));
-
-  const log = (line: string) =>
-    console.error(`[${((performance.now() - startedAt) / 1000).toFixed(1)}s] ${line}`);
+  const { startedAt, dir, nonce, log, onCleanup, cleanupAll } = await startBenchRun('synthesis');
   const cells: Cell[] = [];
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });

@@ -30,11 +30,11 @@
  * bench/results/worker-memory.json. Knobs (environment): BENCH_WM_TASKS (64), BENCH_WM_N (16),
  * BENCH_WM_LATENCY_MS (6000), BENCH_WM_MAX_ACTIVITIES (the worker's activity slots; 1280).
  */
+import { startBenchRun } from './support/bench-run';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -347,33 +347,7 @@ interface RunFigures {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const t0 = performance.now();
-  const nonce = randomBytes(3).toString('hex');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-bench-wm-'));
-  process.env.MOCKWORLD_HOME = dir;
-  const log = (line: string) => console.error(`[${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}`);
-
-  const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
-  const onCleanup = (name: string, run: () => Promise<unknown>) => void cleanups.push({ name, run });
-  let cleaning: Promise<void> | undefined;
-  const cleanupAll = () =>
-    (cleaning ??= (async () => {
-      while (cleanups.length) {
-        const { name, run } = cleanups.pop()!;
-        try {
-          await run();
-        } catch (error) {
-          console.error(`cleanup of ${name} failed: ${(error as Error).message}`);
-        }
-      }
-    })());
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      console.error(`\n${signal}: stopping everything the bench started`);
-      void cleanupAll().finally(() => process.exit(130));
-    });
-  }
-  onCleanup('temp dir', () => rm(dir, { recursive: true, force: true }));
+  const { startedAt: t0, dir, nonce, log, onCleanup, cleanupAll } = await startBenchRun('wm');
 
   if (MAX_ACTIVITIES < ROLLOUTS)
     throw new Error(`BENCH_WM_MAX_ACTIVITIES ${MAX_ACTIVITIES} < ${ROLLOUTS} rollouts`);

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * What every benchmark process sets up first: a temp dir (its MOCKWORLD_HOME), a nonce for names,
+ * a timestamped log, and a cleanup stack that stops what the bench started, in reverse order, at the
+ * end, on SIGINT/SIGTERM and on a crash outside the bench's own try.
+ */
+export interface BenchRun {
+  /** performance.now() when the run started. */
+  readonly startedAt: number;
+  readonly dir: string;
+  readonly nonce: string;
+  /** Logs to stderr with the seconds since the start (stdout is for the tables). */
+  log(line: string): void;
+  /** Registers a cleanup; calling the returned function runs it now (and not again at the end). */
+  onCleanup(name: string, run: () => Promise<unknown>): () => Promise<void>;
+  /** Runs every registered cleanup once, newest first; a failing one is reported, the rest still run. */
+  cleanupAll(): Promise<void>;
+}
+
+export async function startBenchRun(name: string): Promise<BenchRun> {
+  const startedAt = performance.now();
+  const dir = await mkdtemp(path.join(os.tmpdir(), `mockworld-bench-${name}-`));
+  process.env.MOCKWORLD_HOME = dir;
+
+  const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
+  const onCleanup = (what: string, run: () => Promise<unknown>) => {
+    const entry = { name: what, run };
+    cleanups.push(entry);
+    return async () => {
+      const at = cleanups.indexOf(entry);
+      if (at >= 0) cleanups.splice(at, 1);
+      await run();
+    };
+  };
+  let cleaning: Promise<void> | undefined;
+  const cleanupAll = () =>
+    (cleaning ??= (async () => {
+      while (cleanups.length) {
+        const entry = cleanups.pop()!;
+        try {
+          await entry.run();
+        } catch (error) {
+          console.error(`cleanup of ${entry.name} failed: ${(error as Error).message}`);
+        }
+      }
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping everything the bench started`);
+      void cleanupAll().finally(() => process.exit(130));
+    });
+  }
+  process.on('uncaughtException', (error) => {
+    console.error(error);
+    void cleanupAll().finally(() => process.exit(1));
+  });
+  onCleanup('temp dir', () => rm(dir, { recursive: true, force: true }));
+  return {
+    startedAt,
+    dir,
+    nonce: randomBytes(3).toString('hex'),
+    log: (line) => console.error(`[${((performance.now() - startedAt) / 1000).toFixed(1)}s] ${line}`),
+    onCleanup,
+    cleanupAll,
+  };
+}
