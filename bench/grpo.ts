@@ -29,15 +29,11 @@
  * Everything started here (dev server, model server, workers, databases, temp dir) is stopped or
  * removed at the end, on failure and on SIGINT/SIGTERM too.
  */
-import { startBenchRun } from './support/bench-run';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { setMaxListeners } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -48,21 +44,16 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } 
 import { createActivities } from '../activities';
 import { closePools } from '../activities/store/db';
 import { GrpoSpecSchema } from '../schemas/grpo-spec';
-import { registerSearchAttributes } from '../deploy/search-attributes';
-import { ensureTemporalCli } from '../deploy/temporal-cli';
-import { startDevServer, type DevServer } from '../deploy/temporal-dev-server';
+import type { DevServer } from '../deploy/temporal-dev-server';
 import { createTestDatabase, type TestDatabase } from '../test/support/database';
-import {
-  startModelServer,
-  type ModelServerStats,
-  type Reply,
-  type ScriptedRequest,
-} from '../test/support/model-server';
-import { freePort } from '../test/support/ports';
+import type { Reply, ScriptedRequest } from '../test/support/model-server';
 import { startPython, type PythonProcess } from '../test/support/python-process';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker';
 import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin';
 import type { GrpoSummary } from '../workflows/grpo-training';
+import { startBenchRun, startBenchTemporal } from './support/bench-run';
+import { serveModelServer, spawnModelServer, type ModelServerProcess } from './support/model-server-process';
+export type { ModelServerProcess };
 
 const SCALE_TASKS = Number(process.env.BENCH_GRPO_SCALE_TASKS ?? 128);
 const N = Number(process.env.BENCH_GRPO_N ?? 16);
@@ -177,72 +168,9 @@ function grpoScript(request: ScriptedRequest): Reply {
   }
 }
 
-/** Child mode: serve the scripted world; answer `{id, cmd}` lines; exit when stdin closes. */
-async function serve(): Promise<void> {
-  const server = await startModelServer({ script: grpoScript, log: false });
-  console.log(JSON.stringify({ url: server.url }));
-  const lines = createInterface({ input: process.stdin });
-  lines.on('line', (line) => {
-    const { id, cmd, ms } = JSON.parse(line) as { id: number; cmd: string; ms?: number };
-    if (cmd === 'latency') server.setLatency(ms ?? 0);
-    if (cmd === 'reset') server.resetStats();
-    console.log(JSON.stringify({ id, stats: cmd === 'stats' ? server.stats : undefined }));
-  });
-  const stop = () => void server.close().then(() => process.exit(0));
-  lines.on('close', stop);
-  process.on('SIGTERM', stop);
-}
-
-export interface ModelServerProcess {
-  readonly url: string;
-  readonly pid: number;
-  setLatency(ms: number): Promise<void>;
-  reset(): Promise<void>;
-  stats(): Promise<ModelServerStats>;
-  stop(): Promise<void>;
-}
-
-export async function startModelServerProcess(): Promise<ModelServerProcess> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const lines = createInterface({ input: child.stdout! });
-  const waiting = new Map<number, (value: { stats?: ModelServerStats }) => void>();
-  let nextId = 0;
-  const url = await new Promise<string>((resolve, reject) => {
-    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`model server exited with ${code} before listening`)));
-  });
-  lines.on('line', (line) => {
-    const reply = JSON.parse(line) as { id: number; stats?: ModelServerStats };
-    waiting.get(reply.id)?.(reply);
-    waiting.delete(reply.id);
-  });
-  const ask = (cmd: string, extra: Record<string, unknown> = {}) =>
-    new Promise<{ stats?: ModelServerStats }>((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      child.stdin!.write(`${JSON.stringify({ id, cmd, ...extra })}\n`);
-    });
-  return {
-    url,
-    pid: child.pid!,
-    setLatency: async (ms) => void (await ask('latency', { ms })),
-    reset: async () => void (await ask('reset')),
-    stats: async () => (await ask('stats')).stats!,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.stdin!.end();
-      }),
-  };
+/** The scripted world's model server in a child process (bench/support/model-server-process.ts). */
+export function startModelServerProcess(): Promise<ModelServerProcess> {
+  return spawnModelServer(fileURLToPath(import.meta.url));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1204,7 +1132,8 @@ async function throughputCell(ctx: BenchContext, latency: number) {
 }
 
 async function main(): Promise<void> {
-  const { startedAt, dir, nonce, log, onCleanup, cleanupAll } = await startBenchRun('grpo');
+  const run = await startBenchRun('grpo');
+  const { startedAt, dir, nonce, log, onCleanup, cleanupAll } = run;
 
   let scale: Awaited<ReturnType<typeof scaleRun>> | undefined;
   const cells: Array<Awaited<ReturnType<typeof throughputCell>>> = [];
@@ -1212,21 +1141,7 @@ async function main(): Promise<void> {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
     const models = await startModelServerProcess();
     onCleanup('model server', () => models.stop());
-    const cli = await ensureTemporalCli(log);
-    const server = await startDevServer({
-      cli,
-      port: await freePort(),
-      dbFile: path.join(dir, 'temporal.db'),
-      logFile: path.join(dir, 'temporal.log'),
-    });
-    onCleanup('temporal dev server', () => server.stop());
-    const connection = await Connection.connect({ address: server.address });
-    onCleanup('client connection', () => connection.close());
-    await registerSearchAttributes(connection, 'default');
-    const client = new Client({ connection });
-    const pending = new AbortController();
-    setMaxListeners(0, pending.signal);
-    onCleanup('pending client calls', async () => pending.abort(new Error('bench stopping')));
+    const { server, connection, client, pending } = await startBenchTemporal(run);
     const nativeConnection = await NativeConnection.connect({ address: server.address });
     onCleanup('worker connection', () => nativeConnection.close());
     log(`dev server at ${server.address}, model server at ${models.url}`);
@@ -1466,7 +1381,7 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (process.argv.includes('--serve')) await serve();
+if (process.argv.includes('--serve')) await serveModelServer(grpoScript);
 else if (isEntryPoint()) {
   try {
     await main();

@@ -12,14 +12,11 @@
  * Everything started here (dev server, model server, databases, temp dir) is stopped or removed
  * at the end, on failure and on SIGINT/SIGTERM too.
  */
-import { startBenchRun } from './support/bench-run';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Client, Connection } from '@temporalio/client';
@@ -33,12 +30,14 @@ import { ensureTemporalCli } from '../deploy/temporal-cli';
 import { startDevServer, type DevServer } from '../deploy/temporal-dev-server';
 import { parseSpecOfKind } from '../schemas/specs';
 import { createTestDatabase, type TestDatabase } from '../test/support/database';
-import { startModelServer, type ModelServerStats } from '../test/support/model-server';
+import type { ModelServerStats } from '../test/support/model-server';
 import { freePort } from '../test/support/ports';
 import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../test/support/synthesis-script';
 import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin';
 import type { SynthesisSummary } from '../workflows/synthesis';
 import { taskIdOf, type SynthesisTaskResult } from '../workflows/synthesis-task';
+import { startBenchRun } from './support/bench-run';
+import { serveModelServer, spawnModelServer, type ModelServerProcess } from './support/model-server-process';
 
 const LATENCIES_MS = (process.env.BENCH_LATENCIES ?? '0,50').split(',').map(Number);
 const TASKS = Number(process.env.BENCH_TASKS ?? 96);
@@ -61,74 +60,9 @@ const { temporal } = proto;
 // ---------------------------------------------------------------------------------------------
 // Model server in a child process, driven by JSON lines on stdin/stdout.
 
-/** Child mode: serve the scripted world; answer `{id, cmd}` lines; exit when stdin closes. */
-async function serve(): Promise<void> {
-  const server = await startModelServer({ script: synthesisScript, log: false });
-  console.log(JSON.stringify({ url: server.url }));
-  const lines = createInterface({ input: process.stdin });
-  lines.on('line', (line) => {
-    const { id, cmd, ms } = JSON.parse(line) as { id: number; cmd: string; ms?: number };
-    if (cmd === 'latency') server.setLatency(ms ?? 0);
-    if (cmd === 'reset') server.resetStats();
-    console.log(JSON.stringify({ id, stats: cmd === 'stats' ? server.stats : undefined }));
-  });
-  const stop = () => void server.close().then(() => process.exit(0));
-  lines.on('close', stop);
-  process.on('SIGTERM', stop);
-}
-
-interface ModelServerProcess {
-  readonly url: string;
-  readonly pid: number;
-  setLatency(ms: number): Promise<void>;
-  reset(): Promise<void>;
-  stats(): Promise<ModelServerStats>;
-  stop(): Promise<void>;
-}
-
-async function startModelServerProcess(): Promise<ModelServerProcess> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'],
-    {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  );
-  const lines = createInterface({ input: child.stdout! });
-  const waiting = new Map<number, (value: { stats?: ModelServerStats }) => void>();
-  let nextId = 0;
-  const url = await new Promise<string>((resolve, reject) => {
-    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`model server exited with ${code} before listening`)));
-  });
-  lines.on('line', (line) => {
-    const reply = JSON.parse(line) as { id: number; stats?: ModelServerStats };
-    waiting.get(reply.id)?.(reply);
-    waiting.delete(reply.id);
-  });
-  const ask = (cmd: string, extra: Record<string, unknown> = {}) =>
-    new Promise<{ stats?: ModelServerStats }>((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      child.stdin!.write(`${JSON.stringify({ id, cmd, ...extra })}\n`);
-    });
-  return {
-    url,
-    pid: child.pid!,
-    setLatency: async (ms) => void (await ask('latency', { ms })),
-    reset: async () => void (await ask('reset')),
-    stats: async () => (await ask('stats')).stats!,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.stdin!.end();
-      }),
-  };
+/** The scripted world's model server in a child process (bench/support/model-server-process.ts). */
+function startModelServerProcess(): Promise<ModelServerProcess> {
+  return spawnModelServer(fileURLToPath(import.meta.url));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -795,7 +729,7 @@ async function asProjectJson(text: string): Promise<string> {
   }
 }
 
-if (process.argv.includes('--serve')) await serve();
+if (process.argv.includes('--serve')) await serveModelServer(synthesisScript);
 else {
   try {
     await main();

@@ -30,24 +30,18 @@
  * bench/results/worker-memory.json. Knobs (environment): BENCH_WM_TASKS (64), BENCH_WM_N (16),
  * BENCH_WM_LATENCY_MS (6000), BENCH_WM_MAX_ACTIVITIES (the worker's activity slots; 1280).
  */
-import { startBenchRun } from './support/bench-run';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { setMaxListeners } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { Client, Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { REPO_ROOT } from '../deploy/paths';
-import { registerSearchAttributes } from '../deploy/search-attributes';
-import { ensureTemporalCli } from '../deploy/temporal-cli';
-import { startDevServer } from '../deploy/temporal-dev-server';
 import { createTestDatabase } from '../test/support/database';
-import { freePort } from '../test/support/ports';
 import type { ModelServerStats } from '../test/support/model-server';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker';
 import {
@@ -59,6 +53,7 @@ import {
   standInTrainerActivities,
   startModelServerProcess,
 } from './grpo';
+import { startBenchRun, startBenchTemporal } from './support/bench-run';
 
 const TASKS = Number(process.env.BENCH_WM_TASKS ?? 64);
 const N = Number(process.env.BENCH_WM_N ?? 16);
@@ -347,7 +342,8 @@ interface RunFigures {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { startedAt: t0, dir, nonce, log, onCleanup, cleanupAll } = await startBenchRun('wm');
+  const run = await startBenchRun('wm');
+  const { startedAt: t0, dir, nonce, log, onCleanup, cleanupAll } = run;
 
   if (MAX_ACTIVITIES < ROLLOUTS)
     throw new Error(`BENCH_WM_MAX_ACTIVITIES ${MAX_ACTIVITIES} < ${ROLLOUTS} rollouts`);
@@ -359,21 +355,7 @@ async function main(): Promise<void> {
     const models = await startModelServerProcess();
     onCleanup('model server', () => models.stop());
     await models.setLatency(LATENCY_MS);
-    const cli = await ensureTemporalCli(log);
-    const server = await startDevServer({
-      cli,
-      port: await freePort(),
-      dbFile: path.join(dir, 'temporal.db'),
-      logFile: path.join(dir, 'temporal.log'),
-    });
-    onCleanup('temporal dev server', () => server.stop());
-    const connection = await Connection.connect({ address: server.address });
-    onCleanup('client connection', () => connection.close());
-    await registerSearchAttributes(connection, 'default');
-    const client = new Client({ connection });
-    const pending = new AbortController();
-    setMaxListeners(0, pending.signal);
-    onCleanup('pending client calls', async () => pending.abort(new Error('bench stopping')));
+    const { server, connection, client, pending } = await startBenchTemporal(run);
     log(`dev server at ${server.address}, model server at ${models.url} (${LATENCY_MS} ms per call)`);
 
     const db = await createTestDatabase('mw_bench');

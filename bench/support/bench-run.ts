@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { registerSearchAttributes } from '../../deploy/search-attributes';
+import { ensureTemporalCli } from '../../deploy/temporal-cli';
+import { startDevServer, type DevServer } from '../../deploy/temporal-dev-server';
+import { freePort } from '../../test/support/ports';
 
 /**
  * What every benchmark process sets up first: a temp dir (its MOCKWORLD_HOME), a nonce for names,
@@ -67,4 +73,31 @@ export async function startBenchRun(name: string): Promise<BenchRun> {
     onCleanup,
     cleanupAll,
   };
+}
+
+/** A Temporal dev server of the bench's own (db file in its temp dir) and a client on it. */
+export interface BenchTemporal {
+  readonly server: DevServer;
+  readonly connection: Connection;
+  readonly client: Client;
+  /** Aborted at cleanup, so client calls still waiting (a workflow result) give up. */
+  readonly pending: AbortController;
+}
+
+/** Starts the dev server (search attributes registered) and a client; both stop at cleanup. */
+export async function startBenchTemporal(run: BenchRun): Promise<BenchTemporal> {
+  const server = await startDevServer({
+    cli: await ensureTemporalCli(run.log),
+    port: await freePort(),
+    dbFile: path.join(run.dir, 'temporal.db'),
+    logFile: path.join(run.dir, 'temporal.log'),
+  });
+  run.onCleanup('temporal dev server', () => server.stop());
+  const connection = await Connection.connect({ address: server.address });
+  run.onCleanup('client connection', () => connection.close());
+  await registerSearchAttributes(connection, 'default');
+  const pending = new AbortController();
+  setMaxListeners(0, pending.signal);
+  run.onCleanup('pending client calls', async () => pending.abort(new Error('bench stopping')));
+  return { server, connection, client: new Client({ connection }), pending };
 }
