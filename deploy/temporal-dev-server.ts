@@ -28,7 +28,7 @@ export interface DevServer {
 }
 
 /**
- * The `temporal` arguments of a dev server on loopback, with its state in `dbFile`, warnings-only
+ * The `temporal` arguments of a dev server on loopback, with its state in `dbFile` (SQLite, WAL), warnings-only
  * logs, and a web UI only when `uiPort` is given. One list for every dev server mockworld starts.
  */
 export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' | 'dbFile'>): string[] {
@@ -43,6 +43,13 @@ export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' 
     options.dbFile,
     '--log-level',
     'warn',
+    // WAL without an fsync per commit: commits survive the server being killed (not a power
+    // loss, which a dev server need not survive); measured in bench/grpo.ts, this takes the
+    // server's CPU per GRPO rollout from 14 to 9 ms on 2 cores.
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
   ];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort), '--ui-disable-news-fetch');
   else args.push('--headless');

@@ -1,7 +1,7 @@
 import type { ActivityOptions } from '@temporalio/workflow';
 
 /**
- * Options shared by every mockworld activity. Activities heartbeat every 5 s while they run
+ * Options shared by every mockworld activity. Activities heartbeat from half this timeout on
  * (activities/heartbeat.ts), so a killed worker is noticed within `heartbeatTimeout` and its work
  * retried elsewhere; start-to-close only bounds a call that is alive but stuck.
  */

@@ -39,28 +39,35 @@ export interface GrpoGroupInput {
  */
 export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
   const { spec } = input;
+  const rollout = (sampleIndex: number) => ({
+    runId: input.runId,
+    iteration: input.iteration,
+    taskId: input.taskId,
+    sampleIndex,
+    policyVersion: input.policyVersion,
+    policy: { endpoint: spec.policy.endpoint, sampling: spec.policy.sampling },
+    toolSimulator: spec.toolSimulator,
+    userSimulator: spec.userSimulator,
+    maxTurns: spec.maxTurns,
+    templates: spec.templates,
+    purpose: input.purpose,
+  });
+  const samples = Array.from({ length: input.rollouts }, (_, sampleIndex) => sampleIndex);
+  // One activity per rollout, judge included (half the orchestration of two), awaited as the
+  // activities' own promises: the workflow sandbox records a stack trace for every promise made.
+  // Histories recorded before this change replay the two-activity path.
+  if (patched(JUDGED_ROLLOUT_PATCH)) {
+    const judged = await Promise.all(
+      samples.map((sampleIndex) =>
+        activities.runJudgedRollout({ ...rollout(sampleIndex), judge: spec.judge }),
+      ),
+    );
+    return judged.length;
+  }
   const judged = await Promise.all(
-    Array.from({ length: input.rollouts }, async (_, sampleIndex) => {
-      const rollout = {
-        runId: input.runId,
-        iteration: input.iteration,
-        taskId: input.taskId,
-        sampleIndex,
-        policyVersion: input.policyVersion,
-        policy: { endpoint: spec.policy.endpoint, sampling: spec.policy.sampling },
-        toolSimulator: spec.toolSimulator,
-        userSimulator: spec.userSimulator,
-        maxTurns: spec.maxTurns,
-        templates: spec.templates,
-        purpose: input.purpose,
-      };
-      // One activity per rollout, judge included (half the orchestration of two); histories
-      // recorded before this change replay the two-activity path.
-      if (patched(JUDGED_ROLLOUT_PATCH)) {
-        return (await activities.runJudgedRollout({ ...rollout, judge: spec.judge })).reward;
-      }
-      const episode = await activities.runRollout(rollout);
-      const judgement = await activities.judgeEpisode({
+    samples.map(async (sampleIndex) => {
+      const episode = await activities.runRollout(rollout(sampleIndex));
+      return activities.judgeEpisode({
         episodeId: episode.episodeId,
         taskId: input.taskId,
         judge: spec.judge,
@@ -68,7 +75,6 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
         templates: spec.templates,
         policyVersion: input.policyVersion,
       });
-      return judgement.reward;
     }),
   );
   return judged.length;

@@ -3,9 +3,9 @@
  * protocol derivations, cell data sets for the trainer, mean@k evaluation, the fitted report.
  * Inputs and outputs are small JSON; questions, responses and verdicts stay in PostgreSQL.
  */
-import { Context } from '@temporalio/activity';
 import type { ModelClient } from '../llm';
 import { getPool } from '../store/db';
+import { heartbeatProgress } from '../heartbeat';
 import { loadPersonas } from '../synthesis/personas';
 import { buildCellDataset, type BuildCellDatasetInput } from './cell-dataset';
 import { finishedCells, recordCellTrained, startCell } from './cells';
@@ -20,15 +20,6 @@ import { sampleQuestion, type SampleQuestionInput } from './sampling';
 
 /** Personas beyond this many are not loaded for the persona protocol. */
 const MAX_PERSONAS = 100_000;
-
-/** Heartbeats progress details when running as an activity; a no-op in scripts and tests. */
-function heartbeat(details: unknown): void {
-  try {
-    Context.current().heartbeat(details);
-  } catch {
-    // not inside an activity
-  }
-}
 
 export function createStudyActivities(databaseUrl: string, models: ModelClient) {
   const pool = () => getPool(databaseUrl);
@@ -73,7 +64,7 @@ export function createStudyActivities(databaseUrl: string, models: ModelClient) 
 
     /** Rejection sampling of one question on one stream; resumable, nothing sampled twice. */
     async sampleQuestion(input: SampleQuestionInput) {
-      return sampleQuestion(models, pool(), input, heartbeat);
+      return sampleQuestion(models, pool(), input, heartbeatProgress);
     },
 
     /** Evolve-Instruct candidates of one seed question, filtered for format and similarity. */
@@ -112,7 +103,7 @@ export function createStudyActivities(databaseUrl: string, models: ModelClient) 
 
     /** mean@k of a cell's final checkpoint; resumable, nothing sampled or judged twice. */
     async evaluateCell(input: EvaluateCellInput) {
-      return evaluateCell(models, pool(), input, (done, total) => heartbeat({ done, total }));
+      return evaluateCell(models, pool(), input, (done, total) => heartbeatProgress({ done, total }));
     },
 
     async finishedCells(input: { studyId: string }) {

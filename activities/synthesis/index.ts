@@ -3,6 +3,7 @@ import { Context } from '@temporalio/activity';
 import { loadEnvironment } from '../../schemas/environment';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec';
 import type { ModelClient } from '../llm';
+import { heartbeatProgress } from '../heartbeat';
 import { getPool } from '../store/db';
 import { createEpisodeRunner, type EpisodeSummary } from '../world';
 import { datasetDirectoryName, exportRunDataset } from './export';
@@ -37,7 +38,6 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
      * every turn; a retry resumes the episode from its last checkpointed turn.
      */
     async runDemonstration(input: DemonstrationInput): Promise<EpisodeSummary> {
-      const context = Context.current();
       return world.runEpisode(
         {
           episodeId: input.episodeId,
@@ -53,7 +53,7 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
           maxTurns: input.maxTurns,
           templates: input.templates,
         },
-        { onTurn: (progress) => context.heartbeat(progress), signal: context.cancellationSignal },
+        { onTurn: heartbeatProgress, signal: Context.current().cancellationSignal },
       );
     },
 

@@ -5,6 +5,7 @@
  * JSON; transcripts and batches stay in the database.
  */
 import { Context } from '@temporalio/activity';
+import { heartbeatProgress } from '../heartbeat';
 import type { ModelClient } from '../llm';
 import { judgeEpisode, type JudgeInputData, type JudgementSummary } from '../reward';
 import { getPool } from '../store/db';
@@ -158,5 +159,5 @@ function activityHooks(): EpisodeHooks {
   } catch {
     return {};
   }
-  return { onTurn: (progress) => context.heartbeat(progress), signal: context.cancellationSignal };
+  return { onTurn: heartbeatProgress, signal: context.cancellationSignal };
 }

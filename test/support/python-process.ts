@@ -34,12 +34,20 @@ export function startPython(
     child.once('exit', (code) =>
       reject(new Error(`${module} exited with ${code} before it was ready:\n${log.slice(-3000)}`)),
     );
+    child.once('error', (error) =>
+      reject(
+        new Error(
+          `${module} could not be started (${error.message}); run \`bash deploy/trainer-venv.sh\` ` +
+            '(npm test does) to create .venv-trainer',
+        ),
+      ),
+    );
   });
   return {
     child,
     ready: readyLine,
     async kill(signal = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
       const gone = new Promise((resolve) => child.once('exit', resolve));
       child.kill(signal);
       await gone;
