@@ -1345,24 +1345,27 @@ function print(
     const cpu = (x: PathFigures) =>
       (x.cpuMs.bench + x.cpuMs.temporalServer + x.cpuMs.postgres + x.cpuMs.modelServer) / x.rollouts;
     const cores = os.cpus().length;
+    // Latency-bound throughput = in flight / (calls per rollout x latency); CPU-bound = cores / CPU per rollout.
+    const calls = p.modelCalls / p.rollouts;
+    const latencyBound = c.concurrentRollouts / ((calls * c.upstreamLatencyMs) / 1000);
+    const cpuBound = (x: PathFigures) => (1000 * cores) / cpu(x);
+    const breakEven = (x: PathFigures) => (c.concurrentRollouts * cpu(x)) / (cores * 1000 * calls);
+    const cpuCeiling =
+      latencyBound > cpuBound(t)
+        ? ` On ${cores} otherwise idle cores that allows at most ${f0(cpuBound(t))} Temporal and ${f0(cpuBound(p))} plain rollouts/s ` +
+          `(ratio ≤ ${f2(cpu(p) / cpu(t))}); measured ${f1(t.rolloutsPerSecond)} and ${f1(p.rolloutsPerSecond)}.`
+        : '';
     notes.push(
       `> - ${c.upstreamLatencyMs} ms: Temporal/plain ${f2(c.ratio)}, ${c.ratio >= TARGET_RATIO ? 'meets' : 'misses'} the ${TARGET_RATIO} target. ` +
-        `CPU per rollout, all processes: Temporal ${f0(cpu(t))} ms (dev server ${f0(t.cpuMs.temporalServer / t.rollouts)}), plain ${f0(cpu(p))} ms: ` +
-        `on ${cores} otherwise idle cores that allows at most ${f0((1000 * cores) / cpu(t))} Temporal and ${f0((1000 * cores) / cpu(p))} plain rollouts/s ` +
-        `(ratio ≤ ${f2(cpu(p) / cpu(t))}); measured ${f1(t.rolloutsPerSecond)} and ${f1(p.rolloutsPerSecond)}.`,
+        `CPU per rollout, all processes: Temporal ${f0(cpu(t))} ms (dev server ${f0(t.cpuMs.temporalServer / t.rollouts)}), plain ${f0(cpu(p))} ms.${cpuCeiling}`,
     );
     if (c.upstreamLatencyMs > 0) {
-      // Latency-bound throughput = in flight / (calls per rollout x latency); CPU-bound = cores / CPU per rollout.
-      const calls = p.modelCalls / p.rollouts;
-      const latencyBound = c.concurrentRollouts / ((calls * c.upstreamLatencyMs) / 1000);
-      const cpuBound = (x: PathFigures) => (1000 * cores) / cpu(x);
-      const breakEven = (x: PathFigures) => (c.concurrentRollouts * cpu(x)) / (cores * 1000 * calls);
       const bound =
         latencyBound > cpuBound(p)
           ? `both paths are CPU-bound here. They stop being so above about ${f2(breakEven(p))} s (plain) and ${f2(breakEven(t))} s (Temporal) per model call on ${cores} cores`
           : latencyBound > cpuBound(t)
             ? `the plain loop is bound by the model latency here, the Temporal path by CPU (above about ${f2(breakEven(t))} s per model call it is not)`
-            : `neither path is CPU-bound here: both wait on the model, Temporal adding its dispatch latency per step (schedule→start and workflow task round trips)`;
+            : 'neither path is CPU-bound here: both wait on the model (and on the slowest rollout of each group), Temporal adding its dispatch latency per step (schedule→start and workflow task round trips)';
       notes.push(
         `> - ${c.upstreamLatencyMs} ms: with ${f1(calls)} model calls per rollout and ${c.concurrentRollouts} rollouts in flight, ` +
           `${c.upstreamLatencyMs} ms of model latency would allow ${f0(latencyBound)} rollouts/s: ${bound}.`,
