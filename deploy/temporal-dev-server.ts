@@ -28,8 +28,9 @@ export interface DevServer {
 }
 
 /**
- * The `temporal` arguments of a dev server on loopback, with its state in `dbFile` (SQLite, WAL), warnings-only
- * logs, and a web UI only when `uiPort` is given. One list for every dev server mockworld starts.
+ * The `temporal` arguments of a dev server on loopback, with its state in `dbFile` (SQLite, WAL),
+ * warnings-only logs, and a web UI only when `uiPort` is given. One list for every dev server
+ * mockworld starts.
  */
 export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' | 'dbFile'>): string[] {
   const args = [

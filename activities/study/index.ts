@@ -3,9 +3,9 @@
  * protocol derivations, cell data sets for the trainer, mean@k evaluation, the fitted report.
  * Inputs and outputs are small JSON; questions, responses and verdicts stay in PostgreSQL.
  */
+import { heartbeatProgress } from '../heartbeat';
 import type { ModelClient } from '../llm';
 import { getPool } from '../store/db';
-import { heartbeatProgress } from '../heartbeat';
 import { loadPersonas } from '../synthesis/personas';
 import { buildCellDataset, type BuildCellDatasetInput } from './cell-dataset';
 import { finishedCells, recordCellTrained, startCell } from './cells';
