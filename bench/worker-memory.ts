@@ -41,6 +41,7 @@ import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { REPO_ROOT } from '../deploy/paths';
+import { stopChild } from '../deploy/processes';
 import { createTestDatabase } from '../test/support/database';
 import type { ModelServerStats } from '../test/support/model-server';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker';
@@ -143,16 +144,7 @@ function startCpuWorkerProcess(opts: {
     child,
     pid: child.pid!,
     output: () => tail,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child, { graceMs: 15_000 }),
   };
 }
 

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,7 +12,11 @@ export interface ManagedProcess {
 
 /** The pid and log files of a named stack component. */
 export function managedProcess(home: string, name: string): ManagedProcess {
-  return { name, pidFile: path.join(home, 'run', `${name}.pid`), logFile: path.join(home, 'logs', `${name}.log`) };
+  return {
+    name,
+    pidFile: path.join(home, 'run', `${name}.pid`),
+    logFile: path.join(home, 'logs', `${name}.log`),
+  };
 }
 
 /** The pid of a component if its process is alive, else undefined (a stale pid file is ignored). */
@@ -84,4 +88,20 @@ export async function stopManaged(proc: ManagedProcess, graceMs = 10_000): Promi
   }
   signal('SIGKILL');
   return true;
+}
+
+/**
+ * Stops a child process: `ask` it to go (SIGTERM by default), SIGKILL it if it is still there
+ * after `graceMs`; resolves once it has exited. A process already gone resolves at once.
+ */
+export async function stopChild(
+  child: ChildProcess,
+  { graceMs = 10_000, ask = () => child.kill('SIGTERM') }: { graceMs?: number; ask?: () => void } = {},
+): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  ask();
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }

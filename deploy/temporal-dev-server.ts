@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { stopChild } from './processes';
 
 /** Where and how to run a local Temporal dev server. */
 export interface DevServerOptions {
@@ -79,7 +80,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       ? `temporal server exited with code ${exited} before answering; see ${options.logFile}`
       : undefined,
   );
-  return { address, process: child, stop: () => stopProcess(child) };
+  return { address, process: child, stop: () => stopChild(child) };
 }
 
 /**
@@ -112,13 +113,4 @@ export async function waitForFrontend(
   throw new Error(
     `Temporal at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`,
   );
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { REPO_ROOT } from '../../deploy/paths';
+import { stopChild } from '../../deploy/processes';
 import { devServerArgs, waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server';
 
 const run = promisify(execFile);
@@ -96,12 +97,7 @@ export class TemporalServer {
   async stop(): Promise<void> {
     const child = this.child;
     this.up = false;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const gone = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await gone;
-    clearTimeout(timer);
+    if (child) await stopChild(child);
   }
 }
 

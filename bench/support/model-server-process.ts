@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { stopChild } from '../../deploy/processes';
 import { startModelServer, type ModelServerStats, type Script } from '../../test/support/model-server';
 
 /**
@@ -63,15 +64,6 @@ export async function spawnModelServer(benchScript: string): Promise<ModelServer
     setLatency: async (ms) => void (await ask('latency', { ms })),
     reset: async () => void (await ask('reset')),
     stats: async () => (await ask('stats')).stats!,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.stdin!.end();
-      }),
+    stop: () => stopChild(child, { graceMs: 5_000, ask: () => child.stdin!.end() }),
   };
 }
