@@ -17,6 +17,9 @@ const TASKS = 20;
 const KILLS = [3, 10];
 /** An answer delivered this long before a kill has certainly been stored by a live worker. */
 const UNSTORED_WINDOW_MS = 1_500;
+/** Model latency, and how recently a call must have arrived for the kill to certainly cut it. */
+const LATENCY_MS = 150;
+const FRESH_CALL_MS = 30;
 
 describe('a synthesis run whose worker process is SIGKILLed twice', () => {
   let db: TestDatabase;
@@ -31,7 +34,7 @@ describe('a synthesis run whose worker process is SIGKILLed twice', () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-kill-'));
     await writeFile(path.join(dir, 'personas.jsonl'), scriptedPersonas(TASKS, false));
     db = await createTestDatabase();
-    models = await startModelServer({ script: synthesisScript, latencyMs: 150, logDeliveries: true });
+    models = await startModelServer({ script: synthesisScript, latencyMs: LATENCY_MS, logDeliveries: true });
     connection = await Connection.connect({ address: inject('temporalAddress') });
     env = {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -73,8 +76,14 @@ describe('a synthesis run whose worker process is SIGKILLed twice', () => {
     let exposedAtKills = 0;
     for (const threshold of KILLS) {
       await eventually(async () => (await handle.query(statusQuery)).done >= threshold, 120_000);
-      // Kill while model calls are in flight, as a node failure would.
-      await eventually(async () => models.stats.inFlight > 0, 30_000);
+      // Kill while a model call is in flight, as a node failure would: one that arrived moments
+      // ago, so the dying process closes its socket well before the call's answer is due (a call
+      // about to be answered may be written to the socket before the kernel closes it).
+      await eventually(
+        async () => models.stats.inFlight > 0 && models.arrivals.at(-1)!.at >= Date.now() - FRESH_CALL_MS,
+        30_000,
+        2,
+      );
       const inFlight = models.stats.inFlight;
       const killedAt = Date.now();
       await worker.kill();
