@@ -29,7 +29,8 @@ export async function registerSearchAttributes(connection: Connection, namespace
   const searchAttributes: Record<string, IndexedValueType> = {};
   for (const key of missing) {
     const type = PROTO_TYPE[key.type.toUpperCase()];
-    if (type === undefined) throw new Error(`No indexed value type for search attribute ${key.name} (${key.type})`);
+    if (type === undefined)
+      throw new Error(`No indexed value type for search attribute ${key.name} (${key.type})`);
     searchAttributes[key.name] = type;
   }
   await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });

@@ -50,9 +50,14 @@ async function httpAnswers(url: string): Promise<boolean> {
  * a Temporal dev server with persistent state and the Web UI (unless TEMPORAL_ADDRESS already
  * answers), the search attributes, and the embedded model server unless MOCKWORLD_MODEL_URL is set.
  */
-export async function stackUp(log: (line: string) => void, env: Environment = loadEnvironment()): Promise<void> {
+export async function stackUp(
+  log: (line: string) => void,
+  env: Environment = loadEnvironment(),
+): Promise<void> {
   const applied = await migrate(env.DATABASE_URL);
-  log(`postgres   ${redactUrl(env.DATABASE_URL)}  migrations applied now: ${applied.length ? applied.join(', ') : 'none needed'}`);
+  log(
+    `postgres   ${redactUrl(env.DATABASE_URL)}  migrations applied now: ${applied.length ? applied.join(', ') : 'none needed'}`,
+  );
 
   const address = env.TEMPORAL_ADDRESS;
   if (await temporalAnswers(address)) {
@@ -108,14 +113,18 @@ export async function stackUp(log: (line: string) => void, env: Environment = lo
   const deadline = Date.now() + 120_000;
   while (!(await httpAnswers(`${modelUrl}/models`))) {
     if (!(await livePid(proc))) throw new Error(`the embedded model server exited; see ${proc.logFile}`);
-    if (Date.now() > deadline) throw new Error(`the embedded model server did not answer in 120 s; see ${proc.logFile}`);
+    if (Date.now() > deadline)
+      throw new Error(`the embedded model server did not answer in 120 s; see ${proc.logFile}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   log(`model      ${modelUrl}  embedded SmolLM2-135M-Instruct started`);
 }
 
 /** Stops what `stackUp` started (never an external cluster). Data files stay. */
-export async function stackDown(log: (line: string) => void, env: Environment = loadEnvironment()): Promise<void> {
+export async function stackDown(
+  log: (line: string) => void,
+  env: Environment = loadEnvironment(),
+): Promise<void> {
   for (const name of [...TRAINER_COMPONENTS, 'embedded-model', 'temporal']) {
     const stopped = await stopManaged(managedProcess(env.MOCKWORLD_HOME, name));
     log(`${name.padEnd(15)} ${stopped ? 'stopped' : 'was not running'}`);
@@ -126,13 +135,30 @@ export async function stackDown(log: (line: string) => void, env: Environment = 
 export async function stackStatus(env: Environment = loadEnvironment()): Promise<ComponentStatus[]> {
   const rows: ComponentStatus[] = [];
   try {
-    const { rows: versions } = await getPool(env.DATABASE_URL).query<{ v: number }>('SELECT max(version) AS v FROM schema_migrations');
-    rows.push({ component: 'postgres', where: redactUrl(env.DATABASE_URL), state: 'up', detail: `schema v${versions[0]?.v}` });
+    const { rows: versions } = await getPool(env.DATABASE_URL).query<{ v: number }>(
+      'SELECT max(version) AS v FROM schema_migrations',
+    );
+    rows.push({
+      component: 'postgres',
+      where: redactUrl(env.DATABASE_URL),
+      state: 'up',
+      detail: `schema v${versions[0]?.v}`,
+    });
   } catch (error) {
-    rows.push({ component: 'postgres', where: redactUrl(env.DATABASE_URL), state: 'down', detail: (error as Error).message.slice(0, 80) });
+    rows.push({
+      component: 'postgres',
+      where: redactUrl(env.DATABASE_URL),
+      state: 'down',
+      detail: (error as Error).message.slice(0, 80),
+    });
   }
   const temporalUp = await temporalAnswers(env.TEMPORAL_ADDRESS);
-  rows.push({ component: 'temporal', where: env.TEMPORAL_ADDRESS, state: temporalUp ? 'up' : 'down', detail: `namespace ${env.TEMPORAL_NAMESPACE}` });
+  rows.push({
+    component: 'temporal',
+    where: env.TEMPORAL_ADDRESS,
+    state: temporalUp ? 'up' : 'down',
+    detail: `namespace ${env.TEMPORAL_NAMESPACE}`,
+  });
   if (isLocalAddress(env.TEMPORAL_ADDRESS)) {
     const ui = `http://localhost:${env.TEMPORAL_UI_PORT}`;
     rows.push({ component: 'web ui', where: ui, state: (await httpAnswers(ui)) ? 'up' : 'down', detail: '' });

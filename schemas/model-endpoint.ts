@@ -15,9 +15,20 @@ export const ModelEndpointSchema = z
       .describe('Name of the environment variable holding the API key; unset = no key.'),
     maxConcurrency: z.number().int().min(1).max(4096).default(32).describe('In-flight requests per worker.'),
     requestsPerMinute: z.number().int().positive().optional().describe('Request rate cap per worker.'),
-    tokensPerMinute: z.number().int().positive().optional().describe('Token rate cap (prompt+completion) per worker.'),
+    tokensPerMinute: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Token rate cap (prompt+completion) per worker.'),
     timeoutMs: z.number().int().min(100).default(120_000).describe('Per-request timeout in milliseconds.'),
-    maxRetries: z.number().int().min(0).max(20).default(6).describe('Retries on 429, 5xx, timeouts, broken bodies.'),
+    maxRetries: z
+      .number()
+      .int()
+      .min(0)
+      .max(20)
+      .default(6)
+      .describe('Retries on 429, 5xx, timeouts, broken bodies.'),
   })
   .strict()
   .refine((e) => !/[?&](api[_-]?key|key|token)=/i.test(e.baseUrl), {

@@ -49,9 +49,14 @@ export function parseSpec(document: unknown): AnySpec {
 }
 
 /** Validates a spec that must be of `kind`; a document without `kind` is taken to be of that kind. */
-export function parseSpecOfKind<K extends SpecKind>(kind: K, document: unknown): z.infer<(typeof SPEC_SCHEMAS)[K]> {
+export function parseSpecOfKind<K extends SpecKind>(
+  kind: K,
+  document: unknown,
+): z.infer<(typeof SPEC_SCHEMAS)[K]> {
   const input =
-    typeof document === 'object' && document !== null && !Array.isArray(document) ? { kind, ...document } : document;
+    typeof document === 'object' && document !== null && !Array.isArray(document)
+      ? { kind, ...document }
+      : document;
   const result = SPEC_SCHEMAS[kind].safeParse(input);
   const unstorable = unstorableIssues(input);
   if (!result.success || unstorable.length) {

@@ -7,10 +7,22 @@ const role = (temperature: number, maxTokens: number) =>
 /** Prompt templates: a shipped version, and per-stage files that replace the shipped ones. */
 export const TemplatesSchema = z
   .object({
-    version: z.enum(['v1']).default('v1').describe('Shipped template set (activities/synthesis/templates/<version>).'),
+    version: z
+      .enum(['v1'])
+      .default('v1')
+      .describe('Shipped template set (activities/synthesis/templates/<version>).'),
     overrides: z
       .partialRecord(
-        z.enum(['toolset', 'refine', 'instruction', 'agent', 'toolSimulator', 'userSimulator', 'rubric', 'judge']),
+        z.enum([
+          'toolset',
+          'refine',
+          'instruction',
+          'agent',
+          'toolSimulator',
+          'userSimulator',
+          'rubric',
+          'judge',
+        ]),
         z.string().min(1),
       )
       .default({})
@@ -21,9 +33,21 @@ export const TemplatesSchema = z
 /** Which refinements of a generated tool set run (seed §3.1); each can be switched off. */
 export const RefineSchema = z
   .object({
-    removeSelfSolvable: z.boolean().default(true).describe('Drop tools the model could do itself (arithmetic, formatting).'),
-    makeSimulable: z.boolean().default(true).describe('Rewrite tool outputs so an LLM can simulate them consistently.'),
-    distractors: z.number().int().min(0).max(2).default(1).describe('Plausible but unneeded tools to add (0 = off).'),
+    removeSelfSolvable: z
+      .boolean()
+      .default(true)
+      .describe('Drop tools the model could do itself (arithmetic, formatting).'),
+    makeSimulable: z
+      .boolean()
+      .default(true)
+      .describe('Rewrite tool outputs so an LLM can simulate them consistently.'),
+    distractors: z
+      .number()
+      .int()
+      .min(0)
+      .max(2)
+      .default(1)
+      .describe('Plausible but unneeded tools to add (0 = off).'),
   })
   .strict();
 
@@ -34,10 +58,18 @@ export const RefineSchema = z
 export const SynthesisSpecSchema = z
   .object({
     kind: z.literal('Synthesis'),
-    name: z.string().min(1).max(80).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('synthesis'),
+    name: z
+      .string()
+      .min(1)
+      .max(80)
+      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
+      .default('synthesis'),
     personas: z
       .object({
-        path: z.string().min(1).describe('JSONL file of {"id", "persona"} lines, relative to the working directory.'),
+        path: z
+          .string()
+          .min(1)
+          .describe('JSONL file of {"id", "persona"} lines, relative to the working directory.'),
         offset: z.number().int().min(0).default(0).describe('Skip this many valid personas.'),
       })
       .strict(),
@@ -46,7 +78,9 @@ export const SynthesisSpecSchema = z
       .int()
       .min(1)
       .max(100_000)
-      .describe('Tasks to synthesize (one per persona, in file order); split larger datasets into several runs.'),
+      .describe(
+        'Tasks to synthesize (one per persona, in file order); split larger datasets into several runs.',
+      ),
     models: z
       .object({
         teacher: role(0.7, 2048),
@@ -61,14 +95,22 @@ export const SynthesisSpecSchema = z
         userSimulator: { sampling: { temperature: 0.3, topP: 1, maxTokens: 256 } },
         rubricExtractor: { sampling: { temperature: 0, topP: 1, maxTokens: 1024 } },
       }),
-    demonstrationsPerTask: z.number().int().min(1).max(64).default(4).describe('Teacher solutions K per task (seed: 4).'),
+    demonstrationsPerTask: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(4)
+      .describe('Teacher solutions K per task (seed: 4).'),
     maxTurns: z.number().int().min(1).max(64).default(16).describe('Agent turns per episode (seed: 16).'),
     coverageThreshold: z
       .number()
       .min(0)
       .max(1)
       .default(0.5)
-      .describe('Least fraction of workflow steps the demonstrations must execute; below it the task is discarded.'),
+      .describe(
+        'Least fraction of workflow steps the demonstrations must execute; below it the task is discarded.',
+      ),
     refine: RefineSchema.default({ removeSelfSolvable: true, makeSimulable: true, distractors: 1 }),
     concurrency: z.number().int().min(1).max(1024).default(8).describe('Tasks in flight at once.'),
     tasksPerWorkflowRun: z
@@ -77,7 +119,9 @@ export const SynthesisSpecSchema = z
       .min(1)
       .max(300)
       .default(150)
-      .describe('Tasks started before the dataset workflow continues as new (keeps each history under ~3k events).'),
+      .describe(
+        'Tasks started before the dataset workflow continues as new (keeps each history under ~3k events).',
+      ),
     seed: z.number().int().min(0).default(0).describe('Sampling seed base; task i uses seed + i.'),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
   })

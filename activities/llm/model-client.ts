@@ -95,19 +95,18 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
         // The answer is paid for: a ledger write cut off by a PostgreSQL restart is retried here,
         // since failing the activity would make its retry ask (and pay) again; a caller that left
         // meanwhile does not stop it (the retry is bounded in time).
-        const { stored, inserted } = await retryOnConnectionError(
-          () =>
-            storeCall(pool(), {
-              ...identity,
-              cacheKey: key,
-              runId: call.runId,
-              role: call.role,
-              response: { message: choice.message, finishReason: choice.finish_reason ?? 'stop' },
-              promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
-              completionTokens: answer.completion.usage?.completion_tokens ?? 0,
-              latencyMs: answer.latencyMs,
-              attempts: answer.attempts,
-            }),
+        const { stored, inserted } = await retryOnConnectionError(() =>
+          storeCall(pool(), {
+            ...identity,
+            cacheKey: key,
+            runId: call.runId,
+            role: call.role,
+            response: { message: choice.message, finishReason: choice.finish_reason ?? 'stop' },
+            promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
+            completionTokens: answer.completion.usage?.completion_tokens ?? 0,
+            latencyMs: answer.latencyMs,
+            attempts: answer.attempts,
+          }),
         );
         return toResult(stored, !inserted);
       },
