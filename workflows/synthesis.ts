@@ -130,6 +130,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       const idx = cursor++;
       startedHere++;
       inFlight.set(idx, 'started');
+      report('synthesizing'); // the status query counts this task as started, not pending
       const { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates } = spec;
       const child = await startChild(SynthesisTask, {
         workflowId: taskIdOf(runId, idx),

@@ -128,5 +128,5 @@ describe('a synthesis run whose worker process is SIGKILLed twice', () => {
     } finally {
       await sql.end();
     }
-  });
+  }, 300_000); // three worker starts and two heartbeat-timeout recoveries
 });

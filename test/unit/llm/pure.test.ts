@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { backoffDelayMs, retryAfterMs } from '../../../activities/llm/backoff';
 import { cacheKey, canonicalJson, identify } from '../../../activities/llm/cache-key';
 import { TokenBucket } from '../../../activities/llm/rate-limiter';
@@ -123,11 +123,16 @@ describe('JSON extraction', () => {
 
 describe('token bucket', () => {
   it('admits a cost above its capacity when full and then makes later costs wait for the debt', () => {
-    const bucket = new TokenBucket(600); // 10 per second, capacity 10
-    expect(bucket.waitMs(50)).toBe(0);
-    bucket.take(50);
-    expect(bucket.waitMs(1)).toBeGreaterThan(4000);
-    bucket.adjust(49); // the call used 1 token after all
-    expect(bucket.waitMs(1)).toBeLessThanOrEqual(100);
+    vi.useFakeTimers({ now: 0 }); // the clock stands still between the calls
+    try {
+      const bucket = new TokenBucket(600); // 10 per second, capacity 10
+      expect(bucket.waitMs(50)).toBe(0);
+      bucket.take(50);
+      expect(bucket.waitMs(1)).toBe(4100); // a debt of 40 tokens, then 1 more, at 10 per second
+      bucket.adjust(49); // the call used 1 token after all
+      expect(bucket.waitMs(1)).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
