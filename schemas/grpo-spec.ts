@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelEndpointSchema, ModelRoleSchema, SamplingSchema } from './model-endpoint';
+import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint';
 import { TemplatesSchema } from './synthesis-spec';
 
 /** The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model. */
@@ -64,7 +64,7 @@ export const GrpoSpecSchema = z
         endpoint: ModelEndpointSchema.describe(
           'OpenAI-compatible server that serves the latest weights of this run.',
         ),
-        sampling: SamplingSchema.default({ temperature: 1, topP: 1, maxTokens: 1024 }),
+        sampling: PolicySamplingSchema.default({ temperature: 1, topP: 1, maxTokens: 1024 }),
       })
       .strict(),
     judge: ModelRoleSchema.default({ sampling: { temperature: 0, topP: 1, maxTokens: 1024 } }),

@@ -48,11 +48,29 @@ export const SamplingSchema = z
     topP: z.number().gt(0).max(1).default(1),
     maxTokens: z.number().int().min(1).max(131_072).default(1024),
     seed: z.number().int().optional().describe('Sampling seed passed to servers that honour it.'),
+    frequencyPenalty: z
+      .number()
+      .min(-2)
+      .max(2)
+      .optional()
+      .describe('OpenAI frequency_penalty: positive values discourage repeating tokens already used.'),
+    presencePenalty: z
+      .number()
+      .min(-2)
+      .max(2)
+      .optional()
+      .describe('OpenAI presence_penalty: positive values discourage any token already used.'),
   })
   .strict();
 
 /** Validated sampling settings. */
 export type Sampling = z.infer<typeof SamplingSchema>;
+
+/**
+ * Sampling from a policy being trained or evaluated: no penalties, which would sample from
+ * something other than the policy's distribution (the policy server refuses them too).
+ */
+export const PolicySamplingSchema = SamplingSchema.omit({ frequencyPenalty: true, presencePenalty: true });
 
 /** A model role: an endpoint (unset = the environment default) plus sampling. */
 export const ModelRoleSchema = z

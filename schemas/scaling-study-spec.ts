@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PolicyBaseSchema } from './grpo-spec';
-import { ModelEndpointSchema, ModelRoleSchema, SamplingSchema } from './model-endpoint';
+import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint';
 
 /**
  * Synthesis protocols of seed 002 (Sec. 6–7, App. 11.3). Each changes only p; (Q, T) stay fixed.
@@ -162,7 +162,7 @@ export const ScalingStudySpecSchema = z
     evaluation: z
       .object({
         samples: z.number().int().min(1).max(64).default(8).describe('k of mean@k (seed: 8).'),
-        sampling: SamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 1024 }),
+        sampling: PolicySamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 1024 }),
       })
       .strict()
       .default({ samples: 8, sampling: { temperature: 0.7, topP: 1, maxTokens: 1024 } }),

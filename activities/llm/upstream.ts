@@ -72,6 +72,8 @@ export function chatRequestBody(
     top_p: sampling.topP,
     max_tokens: sampling.maxTokens,
     ...(sampling.seed !== undefined ? { seed: sampling.seed + (call.sampleIndex ?? 0) } : {}),
+    ...(sampling.frequencyPenalty !== undefined ? { frequency_penalty: sampling.frequencyPenalty } : {}),
+    ...(sampling.presencePenalty !== undefined ? { presence_penalty: sampling.presencePenalty } : {}),
   };
 }
 

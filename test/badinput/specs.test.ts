@@ -203,6 +203,17 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
     // A batch that does not divide is named alongside an unrelated missing field, not one fix later.
     const mixed = rejection({ ...VALID.GrpoTraining, policy: undefined, globalBatch: 10, miniBatch: 3 });
     expectNamed(mixed, ['policy', 'miniBatch']);
+    // Penalties are fine for the judge and simulators, never for the policy being trained.
+    const penalties = rejection({
+      ...VALID.GrpoTraining,
+      policy: { ...(VALID.GrpoTraining!.policy as object), sampling: { frequencyPenalty: 0.5 } },
+      judge: { sampling: { presencePenalty: 3 } },
+    });
+    expectNamed(penalties, ['policy.sampling', 'judge.sampling.presencePenalty']);
+    expect(penalties.message).toContain('frequencyPenalty');
+    expect(parseSpec({ ...VALID.GrpoTraining, judge: { sampling: { frequencyPenalty: 0.5 } } }).kind).toBe(
+      'GrpoTraining',
+    );
   });
 
   it('refuses unknown kinds and non-objects, listing the valid kinds, with a bounded message', () => {

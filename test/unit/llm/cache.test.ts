@@ -96,6 +96,17 @@ describe('the model response cache and usage ledger', () => {
     expect(server.requests.map((r) => r.body.seed)).toEqual([100, 103]);
   });
 
+  it('sends penalties only when set, and a penalty makes a different call', async () => {
+    const penalized = { ...sampling, frequencyPenalty: 0.5, presencePenalty: -0.25 };
+    const plain = await models.chat(call('c-penalty', 'repeat less'));
+    const penalizedAnswer = await models.chat(call('c-penalty', 'repeat less', { sampling: penalized }));
+    expect(penalizedAnswer.cacheKey).not.toBe(plain.cacheKey);
+    const [first, second] = server.requests.map((r) => r.body);
+    expect(first).not.toHaveProperty('frequency_penalty');
+    expect(first).not.toHaveProperty('presence_penalty');
+    expect(second).toMatchObject({ frequency_penalty: 0.5, presence_penalty: -0.25 });
+  });
+
   it('makes one upstream call for concurrent identical calls in one process', async () => {
     server.setLatency(150);
     const results = await Promise.all(
