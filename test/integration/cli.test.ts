@@ -108,6 +108,32 @@ describe('the mockworld CLI', () => {
     expect(reportJson.usage[0]).toMatchObject({ role: 'smoke', calls: 2 });
   });
 
+  it('shows the state and progress a run last recorded when no worker answers its status query', async () => {
+    const gone = await startTestWorker(inject('temporalAddress'), db.url);
+    const id = `cli-no-worker-${Date.now()}`;
+    try {
+      await gone.client.workflow.execute('Smoke', {
+        args: [{ kind: 'Smoke', steps: 1, model: { endpoint: { baseUrl: models.url, model: 'scripted' } } }],
+        taskQueue: gone.taskQueue,
+        workflowId: id,
+      });
+    } finally {
+      await gone.close();
+    }
+    const json = JSON.parse((await cli('status', id, '--json')).stdout);
+    expect(json).toMatchObject({
+      temporalStatus: 'COMPLETED',
+      recorded: { state: 'completed', progress: 1 },
+    });
+    expect(json.status).toBeUndefined();
+    expect(json.statusError).toEqual(expect.any(String));
+    const table = await cli('status', id);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/state\s+completed/);
+    expect(table.stdout).toMatch(/progress\s+100%/);
+    expect(table.stdout).toContain('mockworld worker');
+  });
+
   it('sends pause, resume and cancel to a run', async () => {
     models.setLatency(500);
     const file = path.join(dir, 'long.json');

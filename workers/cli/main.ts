@@ -136,14 +136,23 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       const overview = await describeRun(await connectClient(), needId());
-      const { status, ...temporal } = overview;
-      const flat = {
-        ...temporal,
-        state: status?.state ?? '(no worker answered)',
-        progress: status ? `${status.done}/${status.total}` : '',
-        stage: status?.stage ?? '',
-        ...status?.counts,
-      };
+      const { status, recorded, statusError, ...temporal } = overview;
+      const flat = status
+        ? {
+            ...temporal,
+            state: status.state,
+            progress: `${status.done}/${status.total}`,
+            stage: status.stage,
+            ...status.counts,
+          }
+        : {
+            ...temporal,
+            state: recorded.state ?? '',
+            progress: recorded.progress === undefined ? '' : `${Math.round(recorded.progress * 100)}%`,
+            note:
+              `state and progress as last recorded in the search attributes; stage and counts need a ` +
+              `worker to answer the status query (${statusError}): start one with \`mockworld worker\``,
+          };
       print(renderRecord(flat), overview);
       return 0;
     }

@@ -5,6 +5,7 @@ import { loadEnvironment } from '../../schemas/environment';
 import type { RunStatus } from '../../schemas/run-status';
 import type { AnySpec } from '../../schemas/specs';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
+import { MockworldProgress, MockworldState } from '../../workflows/search-attributes';
 import { taskStageQuery } from '../../workflows/synthesis-controls';
 import { datasetDirectoryName, exportRunDataset, type ExportResult } from '../../activities/synthesis/export';
 import path from 'node:path';
@@ -38,18 +39,35 @@ export interface RunOverview {
   readonly temporalStatus: string;
   readonly started: string;
   readonly closed?: string;
+  /** The status query's answer; unset when no worker answered it. */
   readonly status?: RunStatus;
+  /** State and progress fraction (0..1) as last recorded in the run's search attributes. */
+  readonly recorded: { readonly state?: string; readonly progress?: number };
+  /** Why `status` is unset. */
+  readonly statusError?: string;
 }
 
-/** Describes a run; the status query is answered by a worker (omitted if none answers). */
+/** How long the status query may wait for a worker before the search attributes stand in. */
+const STATUS_QUERY_DEADLINE_MS = 5_000;
+
+/**
+ * Describes a run. The status query needs a worker; without one (or when it does not answer in
+ * 5 s) the state and progress the run last recorded in its search attributes are shown instead.
+ */
 export async function describeRun(client: Client, workflowId: string): Promise<RunOverview> {
   const handle = client.workflow.getHandle(workflowId);
   const description = await handle.describe();
+  const attributes = description.typedSearchAttributes;
   let status: RunStatus | undefined;
+  let statusError: string | undefined;
   try {
-    status = await handle.query(statusQuery);
-  } catch {
-    status = undefined; // no worker polling, or the run failed before it set up its handlers
+    status = await client.withDeadline(Date.now() + STATUS_QUERY_DEADLINE_MS, () =>
+      handle.query(statusQuery),
+    );
+  } catch (error) {
+    // No worker polling, or the run failed before it set up its handlers.
+    statusError =
+      error instanceof Error ? (error.cause instanceof Error ? error.cause : error).message : String(error);
   }
   return {
     workflowId,
@@ -58,6 +76,8 @@ export async function describeRun(client: Client, workflowId: string): Promise<R
     started: description.startTime.toISOString(),
     closed: description.closeTime?.toISOString(),
     status,
+    recorded: { state: attributes.get(MockworldState), progress: attributes.get(MockworldProgress) },
+    statusError,
   };
 }
 
