@@ -19,6 +19,7 @@ import { startModelGateway } from '../gateway/model-gateway';
 import {
   cancelRun,
   describeRun,
+  queryRun,
   exportRun,
   readReport,
   signalRun,
@@ -130,7 +131,7 @@ async function main(argv: string[]): Promise<number> {
       }
       if (values.cells) {
         const id = needId();
-        const states = await (await connectClient()).workflow.getHandle(id).query(cellStatesQuery);
+        const states = await queryRun(await connectClient(), id, cellStatesQuery);
         const rows = Object.entries(states).map(([cell, state]) => ({ cell, state }));
         print(renderTable(rows), { workflowId: id, cells: states });
         return 0;
@@ -149,9 +150,7 @@ async function main(argv: string[]): Promise<number> {
             ...temporal,
             state: recorded.state ?? '',
             progress: recorded.progress === undefined ? '' : `${Math.round(recorded.progress * 100)}%`,
-            note:
-              `state and progress as last recorded in the search attributes; stage and counts need a ` +
-              `worker to answer the status query (${statusError}): start one with \`mockworld worker\``,
+            note: `state and progress as last recorded in the search attributes; stage and counts: ${statusError}`,
           };
       print(renderRecord(flat), overview);
       return 0;

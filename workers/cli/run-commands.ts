@@ -1,4 +1,4 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowNotFoundError, type Client, type QueryDefinition } from '@temporalio/client';
 import { getPool } from '../../activities/store/db';
 import { usageByRole } from '../../activities/llm';
 import { loadEnvironment } from '../../schemas/environment';
@@ -47,12 +47,36 @@ export interface RunOverview {
   readonly statusError?: string;
 }
 
-/** How long the status query may wait for a worker before the search attributes stand in. */
-const STATUS_QUERY_DEADLINE_MS = 5_000;
+/** How long a query may wait for a worker to answer it. */
+const QUERY_DEADLINE_MS = 5_000;
+
+/**
+ * Asks a run a query. Queries are answered by a worker (a closed run's too), so without one the
+ * error says so and what to do, after at most 5 s.
+ */
+export async function queryRun<R, A extends unknown[]>(
+  client: Client,
+  workflowId: string,
+  query: QueryDefinition<R, A>,
+  ...args: A
+): Promise<R> {
+  try {
+    return await client.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
+      client.workflow.getHandle(workflowId).query(query, ...args),
+    );
+  } catch (error) {
+    if (!(error instanceof ServiceError)) throw error; // not found, or the query's own refusal
+    const cause = error.cause instanceof Error ? error.cause.message : error.message;
+    throw new Error(
+      `no worker answered the ${query.name} query of ${workflowId} within ${QUERY_DEADLINE_MS / 1000} s ` +
+        `(${cause}): queries are answered by a worker; start one with \`mockworld worker\``,
+    );
+  }
+}
 
 /**
  * Describes a run. The status query needs a worker; without one (or when it does not answer in
- * 5 s) the state and progress the run last recorded in its search attributes are shown instead.
+ * time) the state and progress the run last recorded in its search attributes stand in.
  */
 export async function describeRun(client: Client, workflowId: string): Promise<RunOverview> {
   const handle = client.workflow.getHandle(workflowId);
@@ -61,13 +85,10 @@ export async function describeRun(client: Client, workflowId: string): Promise<R
   let status: RunStatus | undefined;
   let statusError: string | undefined;
   try {
-    status = await client.withDeadline(Date.now() + STATUS_QUERY_DEADLINE_MS, () =>
-      handle.query(statusQuery),
-    );
+    status = await queryRun(client, workflowId, statusQuery);
   } catch (error) {
     // No worker polling, or the run failed before it set up its handlers.
-    statusError =
-      error instanceof Error ? (error.cause instanceof Error ? error.cause : error).message : String(error);
+    statusError = error instanceof Error ? error.message : String(error);
   }
   return {
     workflowId,
@@ -152,7 +173,7 @@ export async function readReport(runId: string): Promise<RunReport> {
 export async function taskStage(client: Client, workflowId: string, index: number): Promise<string> {
   if (!Number.isInteger(index) || index < 0)
     throw new Error(`--task must be a task index (0, 1, ...), got ${index}`);
-  return client.workflow.getHandle(workflowId).query(taskStageQuery, index);
+  return queryRun(client, workflowId, taskStageQuery, index);
 }
 
 /** Writes a synthesis run's kept tasks to `directory` (default: the run's own export folder). */
