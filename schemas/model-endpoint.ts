@@ -41,6 +41,12 @@ export type ModelEndpoint = z.infer<typeof ModelEndpointSchema>;
 /** Endpoint configuration as written in a spec (defaults not yet applied). */
 export type ModelEndpointInput = z.input<typeof ModelEndpointSchema>;
 
+/** An OpenAI penalty; 0 (OpenAI's default) is dropped, so it sends and hashes as unset. */
+const penalty = (what: string) =>
+  z
+    .preprocess((value) => (value === 0 ? undefined : value), z.number().min(-2).max(2).optional())
+    .describe(what);
+
 /** Sampling settings of one model role. */
 export const SamplingSchema = z
   .object({
@@ -48,29 +54,29 @@ export const SamplingSchema = z
     topP: z.number().gt(0).max(1).default(1),
     maxTokens: z.number().int().min(1).max(131_072).default(1024),
     seed: z.number().int().optional().describe('Sampling seed passed to servers that honour it.'),
-    frequencyPenalty: z
-      .number()
-      .min(-2)
-      .max(2)
-      .optional()
-      .describe('OpenAI frequency_penalty: positive values discourage repeating tokens already used.'),
-    presencePenalty: z
-      .number()
-      .min(-2)
-      .max(2)
-      .optional()
-      .describe('OpenAI presence_penalty: positive values discourage any token already used.'),
+    frequencyPenalty: penalty(
+      'OpenAI frequency_penalty: positive values discourage repeating tokens already used.',
+    ),
+    presencePenalty: penalty('OpenAI presence_penalty: positive values discourage any token already used.'),
   })
   .strict();
 
 /** Validated sampling settings. */
 export type Sampling = z.infer<typeof SamplingSchema>;
 
+const noPenalty = z.preprocess(
+  (value) => (value === 0 ? undefined : value),
+  z.undefined('not allowed here: a penalty would sample from something other than the policy').optional(),
+);
+
 /**
- * Sampling from a policy being trained or evaluated: no penalties, which would sample from
- * something other than the policy's distribution (the policy server refuses them too).
+ * Sampling from a policy being trained or evaluated: no non-zero penalty, which would sample from
+ * something other than the policy's distribution (the policy server refuses one too).
  */
-export const PolicySamplingSchema = SamplingSchema.omit({ frequencyPenalty: true, presencePenalty: true });
+export const PolicySamplingSchema = SamplingSchema.extend({
+  frequencyPenalty: noPenalty,
+  presencePenalty: noPenalty,
+});
 
 /** A model role: an endpoint (unset = the environment default) plus sampling. */
 export const ModelRoleSchema = z

@@ -109,7 +109,11 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
   const reportPath = path.join(dir, 'report.md');
   const input = await studyReportInput(pool, studyId);
   if (!input) {
-    await writeAtomically(reportPath, `# Scaling study ${studyId}\n\nNo cell has been evaluated yet.\n`);
+    await writeAtomically(
+      reportPath,
+      `# Scaling study ${studyId}\n\n${await noScoreReason(pool, studyId)}\n` +
+        (await cellsSection(pool, studyId)),
+    );
     return { reportPath, summary: { evaluatedCells: 0, protocols: {} } };
   }
   const report = renderStudyReport(input);
@@ -163,6 +167,22 @@ function questionSynthesisSection(input: StudyReportInput): string {
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** Why no cell has a score: none evaluated yet, or the judge graded none of their samples. */
+async function noScoreReason(pool: pg.Pool, studyId: string): Promise<string> {
+  const { rows } = await pool.query<{ finished: number; failed: number }>(
+    `SELECT (SELECT count(*)::int FROM study_cells WHERE study_id = $1 AND finished_at IS NOT NULL) AS finished,
+            (SELECT count(*)::int FROM study_evaluations WHERE study_id = $1 AND correct IS NULL) AS failed`,
+    [studyId],
+  );
+  const { finished, failed } = rows[0]!;
+  if (finished === 0) return 'No cell has been evaluated yet.';
+  return (
+    `${finished} cell(s) evaluated, none with a score: the judge graded none of their samples ` +
+    `(${failed} judge failures; its outputs are in llm_rejections, role study-judge). ` +
+    'A judge that cannot answer CORRECT or INCORRECT needs a larger model (judge.endpoint).'
+  );
 }
 
 /** Every cell with its data set, training and evaluation, judge failures included. */

@@ -209,8 +209,10 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
       policy: { ...(VALID.GrpoTraining!.policy as object), sampling: { frequencyPenalty: 0.5 } },
       judge: { sampling: { presencePenalty: 3 } },
     });
-    expectNamed(penalties, ['policy.sampling', 'judge.sampling.presencePenalty']);
-    expect(penalties.message).toContain('frequencyPenalty');
+    expectNamed(penalties, ['policy.sampling.frequencyPenalty', 'judge.sampling.presencePenalty']);
+    expect(penalties.message).toMatch(/frequencyPenalty: not allowed here/);
+    const zero = { ...(VALID.GrpoTraining!.policy as object), sampling: { frequencyPenalty: 0 } };
+    expect(parseSpec({ ...VALID.GrpoTraining, policy: zero }).kind).toBe('GrpoTraining');
     expect(parseSpec({ ...VALID.GrpoTraining, judge: { sampling: { frequencyPenalty: 0.5 } } }).kind).toBe(
       'GrpoTraining',
     );

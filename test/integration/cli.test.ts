@@ -131,7 +131,7 @@ describe('the mockworld CLI', () => {
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/state\s+completed/);
     expect(table.stdout).toMatch(/progress\s+100%/);
-    expect(table.stdout).toContain('mockworld worker');
+    expect(table.stdout).toContain(`mockworld worker --task-queue ${gone.taskQueue}`);
   });
 
   it('sends pause, resume and cancel to a run', async () => {

@@ -986,6 +986,24 @@ describe('scaling-study protocols, activity by activity', () => {
     expect(empty.summary).toEqual({ evaluatedCells: 0, protocols: {} });
     expect(await readFile(empty.reportPath, 'utf8')).toContain('No cell has been evaluated yet.');
 
+    // Evaluated, but the judge graded no sample: the report says so instead of "not evaluated".
+    const unjudged = 'study-report-unjudged';
+    await pool.query(
+      `INSERT INTO study_cells (study_id, cell_id, protocol, pool, budget, seed, finished_at)
+       VALUES ($1, 'rs-q4-r1-s0', 'rs', 4, 1, 0, now())`,
+      [unjudged],
+    );
+    for (const sample of [0, 1])
+      await pool.query(
+        `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by)
+         VALUES ($1, 'rs-q4-r1-s0', 'test:t01', $2, '?', NULL, 'judge-failed')`,
+        [unjudged, sample],
+      );
+    const failed = await readFile((await writeStudyReport(pool, unjudged)).reportPath, 'utf8');
+    expect(failed).toContain('1 cell(s) evaluated, none with a score');
+    expect(failed).toContain('2 judge failures');
+    expect(failed).toMatch(/\| rs-q4-r1-s0 \|.*\| — \| 0 \| 2 \|/);
+
     const score = (r: number, seed: number) => 0.6 - 0.3 * r ** -0.5 + (seed === 0 ? 0.004 : -0.004);
     const cells: [Protocol, number, number, number, number | null][] = [];
     for (const r of [1, 2, 4, 8, 16, 32])

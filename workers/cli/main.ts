@@ -148,9 +148,14 @@ async function main(argv: string[]): Promise<number> {
           }
         : {
             ...temporal,
-            state: recorded.state ?? '',
+            // A closed run's own record may predate its end (a failed or terminated run never
+            // recorded one), so Temporal's status decides.
+            state:
+              temporal.temporalStatus === 'RUNNING'
+                ? (recorded.state ?? '')
+                : temporal.temporalStatus.toLowerCase(),
             progress: recorded.progress === undefined ? '' : `${Math.round(recorded.progress * 100)}%`,
-            note: `state and progress as last recorded in the search attributes; stage and counts: ${statusError}`,
+            note: `progress as the run last recorded it (search attributes); stage and counts: ${statusError}`,
           };
       print(renderRecord(flat), overview);
       return 0;

@@ -49,6 +49,11 @@ export interface RunOverview {
 
 /** How long a query may wait for a worker to answer it. */
 const QUERY_DEADLINE_MS = 5_000;
+/**
+ * gRPC codes of a query nobody answered: CANCELLED and DEADLINE_EXCEEDED (our deadline) and
+ * FAILED_PRECONDITION (the server has seen no poller on the task queue lately).
+ */
+const NO_ANSWER_CODES = new Set([1, 4, 9]);
 
 /**
  * Asks a run a query. Queries are answered by a worker (a closed run's too), so without one the
@@ -65,11 +70,15 @@ export async function queryRun<R, A extends unknown[]>(
       client.workflow.getHandle(workflowId).query(query, ...args),
     );
   } catch (error) {
-    if (!(error instanceof ServiceError)) throw error; // not found, or the query's own refusal
-    const cause = error.cause instanceof Error ? error.cause.message : error.message;
+    // Others (not found, no access, the query's own refusal) say what they are already.
+    const code =
+      error instanceof ServiceError ? (error.cause as { code?: number } | undefined)?.code : undefined;
+    if (code === undefined || !NO_ANSWER_CODES.has(code)) throw error;
+    const { taskQueue } = await client.workflow.getHandle(workflowId).describe();
     throw new Error(
       `no worker answered the ${query.name} query of ${workflowId} within ${QUERY_DEADLINE_MS / 1000} s ` +
-        `(${cause}): queries are answered by a worker; start one with \`mockworld worker\``,
+        `(${(error as ServiceError).cause!.message}): no worker polls task queue ${taskQueue}, or it is busy; ` +
+        `start one with \`mockworld worker --task-queue ${taskQueue}\``,
     );
   }
 }

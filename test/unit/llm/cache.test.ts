@@ -5,6 +5,7 @@ import { storeCall } from '../../../activities/llm/call-store';
 import { cacheKey, identify } from '../../../activities/llm/cache-key';
 import { createModelClient, type ModelCall, type ModelClient } from '../../../activities/llm';
 import { getPool } from '../../../activities/store/db';
+import { SamplingSchema } from '../../../schemas/model-endpoint';
 import { createTestDatabase, type TestDatabase } from '../../support/database';
 import { startModelServer, type ModelServer } from '../../support/model-server';
 import { callRows, endpointOf, query, sampling, teacherCall } from './fixtures';
@@ -96,9 +97,12 @@ describe('the model response cache and usage ledger', () => {
     expect(server.requests.map((r) => r.body.seed)).toEqual([100, 103]);
   });
 
-  it('sends penalties only when set, and a penalty makes a different call', async () => {
-    const penalized = { ...sampling, frequencyPenalty: 0.5, presencePenalty: -0.25 };
+  it('sends penalties only when set, and a penalty makes a different call (0 is unset)', async () => {
+    const penalized = SamplingSchema.parse({ ...sampling, frequencyPenalty: 0.5, presencePenalty: -0.25 });
     const plain = await models.chat(call('c-penalty', 'repeat less'));
+    const zero = SamplingSchema.parse({ ...sampling, frequencyPenalty: 0, presencePenalty: 0 });
+    const zeroAnswer = await models.chat(call('c-penalty', 'repeat less', { sampling: zero }));
+    expect(zeroAnswer).toMatchObject({ cacheKey: plain.cacheKey, cached: true });
     const penalizedAnswer = await models.chat(call('c-penalty', 'repeat less', { sampling: penalized }));
     expect(penalizedAnswer.cacheKey).not.toBe(plain.cacheKey);
     const [first, second] = server.requests.map((r) => r.body);
