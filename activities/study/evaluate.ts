@@ -69,7 +69,7 @@ export async function evaluateCell(
           role: STUDENT_ROLE,
         });
         const response = answer.message.content ?? '';
-        const verdict = await judgeResponse(models, pool, {
+        const verdict = await judgeResponse(models, {
           studyId: input.studyId,
           judge: input.judge,
           question,

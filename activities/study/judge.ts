@@ -1,6 +1,6 @@
-import type pg from 'pg';
 import type { ModelRole } from '../../schemas/model-endpoint';
-import { recordRejection } from '../llm/call-store';
+import { z } from 'zod';
+import { StructuredOutputRejectedError } from '../llm/errors';
 import { resolveEndpoint } from '../llm/default-endpoint';
 import type { ModelClient } from '../llm';
 import { exactMatch, extractFinalAnswer } from './protocols/answers';
@@ -10,11 +10,14 @@ import type { StudyQuestion } from './questions';
 
 /** Ledger role of correctness-judge calls. */
 export const STUDY_JUDGE_ROLE = 'study-judge';
+/** The reminder's answer, and the schema name its rejections are recorded under. */
+const JudgeVerdictSchema = z.object({ verdict: z.enum(['CORRECT', 'INCORRECT']) });
+const JUDGE_VERDICT_SCHEMA_NAME = 'study-judge-verdict';
 
 /** A response's verdict: decided by the exact-match fast path, the LLM judge, or not at all. */
 export interface Verdict {
   readonly finalAnswer: string | null;
-  /** null when the judge's output could not be read twice: recorded, never a score. */
+  /** null when the judge's verdict could not be read, also after the reminder: recorded, never a score. */
   readonly correct: boolean | null;
   readonly judgedBy: 'exact' | 'llm' | 'judge-failed';
   readonly judgeKey: string | null;
@@ -23,12 +26,12 @@ export interface Verdict {
 /**
  * Judges one response against the gold answer (seed App. 11.3): a deterministic exact match for
  * numeric and multiple-choice answers first; otherwise the LLM judge at temperature 0 answers
- * CORRECT/INCORRECT. An unreadable verdict gets one reminder; if that is unreadable too, the
- * output is recorded in `llm_rejections` and the verdict is `judge-failed` (never a score).
+ * CORRECT/INCORRECT. An unreadable verdict gets one reminder asking for it as JSON (repaired once
+ * like every structured output); if that is unreadable too, its output is recorded in
+ * `llm_rejections` and the verdict is `judge-failed` (never a score).
  */
 export async function judgeResponse(
   models: ModelClient,
-  pool: pg.Pool,
   input: { studyId: string; judge: ModelRole; question: StudyQuestion; response: string },
 ): Promise<Verdict> {
   const { question, response } = input;
@@ -55,24 +58,32 @@ export async function judgeResponse(
   const verdict = parseJudgeVerdict(firstText);
   if (verdict !== null) return { finalAnswer, correct: verdict, judgedBy: 'llm', judgeKey: first.cacheKey };
 
-  const reminder = await models.chat({
-    ...call,
-    messages: [
-      ...messages,
-      { role: 'assistant', content: firstText },
-      { role: 'user', content: 'Reply with exactly one word: CORRECT or INCORRECT.' },
-    ],
-  });
-  const retried = parseJudgeVerdict(reminder.message.content ?? '');
-  if (retried !== null)
-    return { finalAnswer, correct: retried, judgedBy: 'llm', judgeKey: reminder.cacheKey };
-  await recordRejection(pool, {
-    cacheKey: first.cacheKey,
-    runId: input.studyId,
-    role: STUDY_JUDGE_ROLE,
-    schemaName: 'study-judge-verdict',
-    reason: 'the judge answered neither CORRECT nor INCORRECT, also after a reminder',
-    rawOutput: `${firstText}\n---\n${reminder.message.content ?? ''}`,
-  });
-  return { finalAnswer, correct: null, judgedBy: 'judge-failed', judgeKey: first.cacheKey };
+  // The reminder asks for the verdict under a JSON schema, so a server with guided decoding can
+  // only answer one of the two; an answer still unreadable after the repair is recorded, not scored.
+  try {
+    const reminder = await models.structured(
+      {
+        ...call,
+        messages: [
+          ...messages,
+          { role: 'assistant', content: firstText },
+          {
+            role: 'user',
+            content: 'Give your verdict as JSON: {"verdict": "CORRECT"} or {"verdict": "INCORRECT"}.',
+          },
+        ],
+      },
+      JudgeVerdictSchema,
+      JUDGE_VERDICT_SCHEMA_NAME,
+    );
+    return {
+      finalAnswer,
+      correct: reminder.value.verdict === 'CORRECT',
+      judgedBy: 'llm',
+      judgeKey: reminder.cacheKey,
+    };
+  } catch (error) {
+    if (!(error instanceof StructuredOutputRejectedError)) throw error;
+    return { finalAnswer, correct: null, judgedBy: 'judge-failed', judgeKey: error.cacheKey };
+  }
 }

@@ -73,7 +73,7 @@ export async function repairQuestion(
       continue;
     }
     const revised = composeRepairTrace('revised_only', response, repair);
-    const verdict = await judgeResponse(models, pool, {
+    const verdict = await judgeResponse(models, {
       studyId: input.studyId,
       judge: input.judge,
       question,

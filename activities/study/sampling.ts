@@ -75,7 +75,7 @@ export async function sampleQuestion(
       role: TEACHER_ROLE,
     });
     const response = answer.message.content ?? '';
-    const verdict = await judgeResponse(models, pool, {
+    const verdict = await judgeResponse(models, {
       studyId: input.studyId,
       judge: input.judge,
       question,

@@ -435,9 +435,9 @@ describe('scaling-study protocols, activity by activity', () => {
       p1: { attempts: 3, accepted: 2, exhausted: false },
       p2: { attempts: 6, accepted: 4, exhausted: false },
     });
-    // One teacher call per attempt; the judge only for the 4 undecidable answers (+1 reminder each
-    // for the 2 unreadable verdicts).
-    expect(made).toEqual({ ...none, teacher: 3 + 6 + 6 + 3 + 3 + 6, judge: 1 + 1 + 2 + 2 });
+    // One teacher call per attempt; the judge only for the 4 undecidable answers (+1 reminder and
+    // +1 repair of it each for the 2 unreadable verdicts).
+    expect(made).toEqual({ ...none, teacher: 3 + 6 + 6 + 3 + 3 + 6, judge: 1 + 1 + 3 + 3 });
 
     const rows = await attempts(RS, 'rs');
     const verdicts = Object.fromEntries(rows.map((r) => [key(r), [r.correct, r.judged_by]]));
@@ -478,7 +478,7 @@ describe('scaling-study protocols, activity by activity', () => {
     expect(rows.find((r) => key(r) === 'm4#1')!.final_answer).toBe('B');
     expect(rows.find((r) => key(r) === 'm2#1')!.final_answer).toBe('999');
 
-    // Both judge failures are in llm_rejections under the first judge call's key.
+    // Both judge failures are in llm_rejections under the reminder's key.
     const failed = rows.filter((r) => r.judged_by === 'judge-failed');
     const { rows: rejections } = await pool.query(
       `SELECT cache_key, run_id, role, schema_name, raw_output FROM llm_rejections WHERE run_id = $1 ORDER BY cache_key`,
@@ -487,8 +487,7 @@ describe('scaling-study protocols, activity by activity', () => {
     expect(rejections.map((r) => r.cache_key)).toEqual(failed.map((r) => r.judge_key).sort());
     for (const r of rejections) {
       expect(r).toMatchObject({ role: 'study-judge', schema_name: 'study-judge-verdict' });
-      expect(r.raw_output).toContain('Let me think about that.');
-      expect(r.raw_output).toContain('Probably correct, I think.');
+      expect(r.raw_output).toBe('Probably correct, I think.');
     }
   });
 
