@@ -29,6 +29,25 @@ export async function recordIterationMetrics(
   return { runId: input.runId, iteration: input.iteration };
 }
 
+/** One stored row of `training_metrics`. */
+export interface IterationMetrics {
+  readonly iteration: number;
+  readonly policyVersion: string;
+  readonly metrics: Record<string, unknown>;
+}
+
+/** Every iteration's metrics of a run, in order (also mid-run: one row per finished iteration). */
+export async function readIterationMetrics(pool: pg.Pool, runId: string): Promise<IterationMetrics[]> {
+  const { rows } = await pool.query<{
+    iteration: number;
+    policy_version: string;
+    metrics: Record<string, unknown>;
+  }>('SELECT iteration, policy_version, metrics FROM training_metrics WHERE run_id = $1 ORDER BY iteration', [
+    runId,
+  ]);
+  return rows.map((r) => ({ iteration: r.iteration, policyVersion: r.policy_version, metrics: r.metrics }));
+}
+
 /** Input of {@link summarizeRollouts}. */
 export interface SummarizeRolloutsInput {
   readonly runId: string;

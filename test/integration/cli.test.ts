@@ -1,16 +1,12 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { REPO_ROOT } from '../../deploy/paths';
+import { runCli } from '../support/cli';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startModelServer, type ModelServer } from '../support/model-server';
 import { startTestWorker, type TestWorker } from '../support/temporal';
-
-const exec = promisify(execFile);
 
 describe('the mockworld CLI', () => {
   let db: TestDatabase;
@@ -18,22 +14,15 @@ describe('the mockworld CLI', () => {
   let tw: TestWorker;
   let dir: string;
 
-  const cli = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await exec(path.join(REPO_ROOT, 'bin', 'mockworld'), args, {
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: inject('temporalAddress'),
-          DATABASE_URL: db.url,
-          MOCKWORLD_TASK_QUEUE: tw.taskQueue,
-        },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const e = error as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cli = (...args: string[]) =>
+    runCli(
+      {
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        DATABASE_URL: db.url,
+        MOCKWORLD_TASK_QUEUE: tw.taskQueue,
+      },
+      ...args,
+    );
 
   beforeAll(async () => {
     db = await createTestDatabase();

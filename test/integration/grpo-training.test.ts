@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
 import { latestMetricsQuery } from '../../workflows/grpo-controls';
+import { runCli } from '../support/cli';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture';
 import { startModelServer, type ModelServer } from '../support/model-server';
@@ -144,6 +145,26 @@ describe('GRPO training in the mock world', () => {
       await sql.end();
     }
     expect(await handle.query(latestMetricsQuery)).toMatchObject({ policyVersion: 'step-3' });
+
+    // The same, from the CLI: the latest metrics and the tasks of the iteration (queries), and the
+    // metrics of every iteration (PostgreSQL, no worker needed).
+    const cli = (...args: string[]) =>
+      runCli({ TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: db.url }, ...args);
+    const latest = JSON.parse((await cli('status', runId, '--metrics', '--json')).stdout);
+    expect(latest.metrics).toMatchObject({ iteration: 2, policyVersion: 'step-3' });
+    const tasks = await cli('status', runId, '--tasks');
+    expect(tasks.stdout.match(/ judged/g)).toHaveLength(2);
+    const report = await cli('report', runId);
+    expect(report.code).toBe(0);
+    const table = report.stdout.split('metrics per iteration')[1]!;
+    expect(table).toMatch(/reward\s.*clip frac.*eval reward/);
+    const rows = table.split('\n').filter((line) => /^\s*\d+\s+step-\d/.test(line));
+    expect(rows.map((line) => line.trim().split(/\s+/).slice(0, 2))).toEqual([
+      ['0', 'step-1'],
+      ['1', 'step-2'],
+      ['2', 'step-3'],
+    ]);
+    for (const line of rows) expect(line).toMatch(/\d\.\d{3} ± \d\.\d{3}/); // reward mean ± std
     await recordHistory(runId, 'grpo-training-3-iterations');
     await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group');
   });

@@ -10,7 +10,7 @@ import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
 import { trainerUp } from '../../deploy/trainer-stack';
 import { loadEnvironment } from '../../schemas/environment';
 import { SpecValidationError } from '../../schemas/spec-error';
-import { stopSignal } from '../../workflows/grpo-controls';
+import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../../workflows/grpo-controls';
 import { cellStatesQuery } from '../../workflows/study-controls';
 import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../codec/codec-server';
 import { payloadCodecFromEnvironment } from '../codec/payload-codec';
@@ -29,6 +29,7 @@ import {
   type RunReport,
 } from './run-commands';
 import { renderSummary } from './summary-view';
+import { renderIterations } from './training-view';
 import { readSpecFile } from './spec-file';
 import { renderRecord, renderTable } from './table';
 import { connectClient } from './temporal-client';
@@ -39,14 +40,17 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld worker [--task-queue Q]     run a CPU worker (workflows + activities) until Ctrl-C
   mockworld start <spec.yaml|json> [--id ID] [--wait]
                                         validate a spec, then start its run (workflow type = spec kind)
-  mockworld status <id> [--task N | --cells]
+  mockworld status <id> [--task N | --cells | --tasks | --metrics]
                                         state, progress and counts of a run (or the stage of task N,
-                                        or the state of every cell of a scaling study)
+                                        the state of every cell of a scaling study, or of a training
+                                        run the status of each task of the iteration, the metrics of
+                                        the latest finished one)
   mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
   mockworld stop <id>                   GRPO: finish the iteration, keep its checkpoint, complete
   mockworld cancel <id>                 cancel a run; it records 'cancelled'
-  mockworld report <id>                 stored statistics and model usage by role; for a scaling
-                                        study its fitted report (Markdown tables, SVG plots)
+  mockworld report <id>                 stored statistics and model usage by role; for a training
+                                        run its metrics per iteration; for a scaling study its
+                                        fitted report (Markdown tables, SVG plots)
   mockworld export <id> [--out DIR]     write a synthesis run's dataset (tasks.jsonl, verl.jsonl)
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
   mockworld codec-server [--port N] [--host H] [--origin URL]...
@@ -67,6 +71,8 @@ async function main(argv: string[]): Promise<number> {
       id: { type: 'string' },
       task: { type: 'string' },
       cells: { type: 'boolean', default: false },
+      tasks: { type: 'boolean', default: false },
+      metrics: { type: 'boolean', default: false },
       out: { type: 'string' },
       'task-queue': { type: 'string' },
       port: { type: 'string' },
@@ -134,6 +140,22 @@ async function main(argv: string[]): Promise<number> {
         const states = await queryRun(await connectClient(), id, cellStatesQuery);
         const rows = Object.entries(states).map(([cell, state]) => ({ cell, state }));
         print(renderTable(rows), { workflowId: id, cells: states });
+        return 0;
+      }
+      if (values.tasks) {
+        const id = needId();
+        const tasks = await queryRun(await connectClient(), id, iterationTasksQuery);
+        const rows = Object.entries(tasks).map(([task, status]) => ({ task, status }));
+        print(renderTable(rows), { workflowId: id, tasks });
+        return 0;
+      }
+      if (values.metrics) {
+        const id = needId();
+        const metrics = await queryRun(await connectClient(), id, latestMetricsQuery);
+        print(Object.keys(metrics).length ? renderSummary(metrics) : 'no iteration has finished yet', {
+          workflowId: id,
+          metrics,
+        });
         return 0;
       }
       const overview = await describeRun(await connectClient(), needId());
@@ -216,11 +238,14 @@ async function main(argv: string[]): Promise<number> {
 
 /** A stored run as tables: its summary, and its model usage by role when the run has its own calls. */
 function renderReport(report: RunReport): string {
+  // A training run's latest metrics are the last row of its per-iteration table.
+  const { latestMetrics: _shownBelow, ...summary } = report.summary ?? {};
   const parts = [
     `${report.kind} run ${report.runId}: ${report.status}`,
     '',
-    renderSummary(report.summary ?? {}),
+    renderSummary(report.iterations ? summary : (report.summary ?? {})),
   ];
+  if (report.iterations) parts.push('', 'metrics per iteration', renderIterations(report.iterations));
   if (report.usage.length)
     parts.push('', 'model usage by role', renderTable(report.usage as unknown as Record<string, unknown>[]));
   return parts.join('\n');

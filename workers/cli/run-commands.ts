@@ -1,5 +1,6 @@
 import { ServiceError, WorkflowNotFoundError, type Client, type QueryDefinition } from '@temporalio/client';
 import { getPool } from '../../activities/store/db';
+import { readIterationMetrics, type IterationMetrics } from '../../activities/training/metrics';
 import { usageByRole } from '../../activities/llm';
 import { loadEnvironment } from '../../schemas/environment';
 import type { RunStatus } from '../../schemas/run-status';
@@ -158,6 +159,8 @@ export interface RunReport {
   readonly status: string;
   readonly summary: Record<string, unknown> | null;
   readonly usage: Awaited<ReturnType<typeof usageByRole>>;
+  /** A training run's metrics per finished iteration. */
+  readonly iterations?: IterationMetrics[];
 }
 
 /** Reads a run's report from PostgreSQL (works after the workflow has closed and been archived). */
@@ -175,6 +178,9 @@ export async function readReport(runId: string): Promise<RunReport> {
     status: row.status,
     summary: row.summary,
     usage: await usageByRole(databaseUrl, runId),
+    ...(row.kind === 'GrpoTraining'
+      ? { iterations: await readIterationMetrics(getPool(databaseUrl), runId) }
+      : {}),
   };
 }
 
