@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -149,7 +149,10 @@ describe('GRPO training in the mock world', () => {
     // The same, from the CLI: the latest metrics and the tasks of the iteration (queries), and the
     // metrics of every iteration (PostgreSQL, no worker needed).
     const cli = (...args: string[]) =>
-      runCli({ TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: db.url }, ...args);
+      runCli(
+        { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: db.url, MOCKWORLD_HOME: dir },
+        ...args,
+      );
     const latest = JSON.parse((await cli('status', runId, '--metrics', '--json')).stdout);
     expect(latest.metrics).toMatchObject({ iteration: 2, policyVersion: 'step-3' });
     const tasks = await cli('status', runId, '--tasks');
@@ -165,6 +168,9 @@ describe('GRPO training in the mock world', () => {
       ['2', 'step-3'],
     ]);
     for (const line of rows) expect(line).toMatch(/\d\.\d{3} ± \d\.\d{3}/); // reward mean ± std
+    const plot = /reward curve: (\S+)/.exec(report.stdout)![1]!;
+    expect(plot).toBe(path.join(dir, 'training', runId, 'reward.svg'));
+    expect((await readFile(plot, 'utf8')).match(/<circle/g)!.length).toBeGreaterThanOrEqual(3);
     await recordHistory(runId, 'grpo-training-3-iterations');
     await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group');
   });

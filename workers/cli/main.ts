@@ -20,6 +20,7 @@ import {
   cancelRun,
   describeRun,
   queryRun,
+  writeRewardPlot,
   exportRun,
   readReport,
   signalRun,
@@ -214,6 +215,11 @@ async function main(argv: string[]): Promise<number> {
           ...report,
           ...written,
         });
+        return 0;
+      }
+      if (report.iterations?.length) {
+        const plot = await writeRewardPlot(report.runId, report.iterations);
+        print(`${renderReport(report)}\n\nreward curve: ${plot}`, { ...report, plot });
         return 0;
       }
       print(renderReport(report), report);

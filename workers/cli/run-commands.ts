@@ -1,6 +1,7 @@
 import { ServiceError, WorkflowNotFoundError, type Client, type QueryDefinition } from '@temporalio/client';
 import { getPool } from '../../activities/store/db';
 import { readIterationMetrics, type IterationMetrics } from '../../activities/training/metrics';
+import { renderRewardSvg } from '../../activities/training/reward-plot';
 import { usageByRole } from '../../activities/llm';
 import { loadEnvironment } from '../../schemas/environment';
 import type { RunStatus } from '../../schemas/run-status';
@@ -9,6 +10,7 @@ import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls
 import { MockworldProgress, MockworldState } from '../../workflows/search-attributes';
 import { taskStageQuery } from '../../workflows/synthesis-controls';
 import { datasetDirectoryName, exportRunDataset, type ExportResult } from '../../activities/synthesis/export';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ProgressLine } from './progress';
 
@@ -182,6 +184,18 @@ export async function readReport(runId: string): Promise<RunReport> {
       ? { iterations: await readIterationMetrics(getPool(databaseUrl), runId) }
       : {}),
   };
+}
+
+/** Writes a training run's reward curve to `$MOCKWORLD_HOME/training/<run>/reward.svg`; returns its path. */
+export async function writeRewardPlot(
+  runId: string,
+  iterations: readonly IterationMetrics[],
+): Promise<string> {
+  const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'training', datasetDirectoryName(runId));
+  await mkdir(directory, { recursive: true });
+  const file = path.join(directory, 'reward.svg');
+  await writeFile(file, renderRewardSvg(runId, iterations), 'utf8');
+  return file;
 }
 
 /** The stage of task `index` of a synthesis run (answered by the run's workflow). */
