@@ -8,35 +8,39 @@ export const JUDGEMENT_SCHEMA_NAME = 'judgement';
 /** Longest evidence quote accepted for a forbidden behaviour. */
 export const MAX_EVIDENCE_CHARS = 300;
 
-const Index = z.number().int().min(0);
+/** Verdict index into a rubric list of `n` items: an enum, so constrained decoders stay in range. */
+const indexBelow = (n: number) =>
+  n > 0 ? z.literal(Array.from({ length: n }, (_, i) => i)) : z.number().int().min(0); // n = 0: no item to index
 
 /** The judge's verdict on one forbidden behaviour. */
-const ForbiddenVerdictSchema = z.object({
-  index: Index,
-  violated: z.boolean(),
-  evidence: z
-    .string()
-    .max(MAX_EVIDENCE_CHARS)
-    .describe('Short quote from the transcript; "" if not violated.'),
-});
+const forbiddenVerdict = (n: number) =>
+  z.object({
+    index: indexBelow(n),
+    violated: z.boolean(),
+    evidence: z
+      .string()
+      .max(MAX_EVIDENCE_CHARS)
+      .describe('Short quote from the transcript; "" if not violated.'),
+  });
 
 /** The judge's verdict on one sub-goal. */
-const SubGoalVerdictSchema = z.object({ index: Index, achieved: z.boolean() });
+const subGoalVerdict = (n: number) => z.object({ index: indexBelow(n), achieved: z.boolean() });
 
 /** The judge's verdict on one required user interaction. */
-const InteractionVerdictSchema = z.object({ index: Index, satisfied: z.boolean() });
+const interactionVerdict = (n: number) => z.object({ index: indexBelow(n), satisfied: z.boolean() });
 
 /** A judge's answer: exactly one verdict per rubric item, in any order of index. */
 export interface Judgement {
-  readonly forbidden: ReadonlyArray<z.infer<typeof ForbiddenVerdictSchema>>;
-  readonly subGoals: ReadonlyArray<z.infer<typeof SubGoalVerdictSchema>>;
-  readonly requiredInteractions: ReadonlyArray<z.infer<typeof InteractionVerdictSchema>>;
+  readonly forbidden: ReadonlyArray<{ index: number; violated: boolean; evidence: string }>;
+  readonly subGoals: ReadonlyArray<{ index: number; achieved: boolean }>;
+  readonly requiredInteractions: ReadonlyArray<{ index: number; satisfied: boolean }>;
 }
 
 /**
  * The judge's output contract for one rubric. Each list must have exactly as many entries as its
  * rubric list (`minItems` = `maxItems` in the JSON schema, so constrained decoders cannot miss
- * one), and the indices of a list must be 0..n-1, each once; a violated forbidden behaviour needs
+ * one), and the indices of a list must be 0..n-1 (an enum, so they cannot leave the range either),
+ * each once; a violated forbidden behaviour needs
  * evidence. A wrong count fails validation inside the model layer, so the answer gets its one
  * repair call and, if still wrong, a recorded rejection ({@link StructuredOutputRejectedError}):
  * never a silently padded or cut verdict list. No transform, so the schema converts to JSON
@@ -45,9 +49,11 @@ export interface Judgement {
 export function judgementSchema(rubric: Rubric): z.ZodType<Judgement> {
   return z
     .object({
-      forbidden: z.array(ForbiddenVerdictSchema).length(rubric.forbidden.length),
-      subGoals: z.array(SubGoalVerdictSchema).length(rubric.subGoals.length),
-      requiredInteractions: z.array(InteractionVerdictSchema).length(rubric.requiredInteractions.length),
+      forbidden: z.array(forbiddenVerdict(rubric.forbidden.length)).length(rubric.forbidden.length),
+      subGoals: z.array(subGoalVerdict(rubric.subGoals.length)).length(rubric.subGoals.length),
+      requiredInteractions: z
+        .array(interactionVerdict(rubric.requiredInteractions.length))
+        .length(rubric.requiredInteractions.length),
     })
     .superRefine((value, ctx) => {
       for (const key of ['forbidden', 'subGoals', 'requiredInteractions'] as const) {

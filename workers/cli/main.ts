@@ -5,6 +5,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { closePools, getPool, redactUrl } from '../../activities/store/db';
 import { migrate } from '../../activities/store/migrate';
 import { writeStudyReport } from '../../activities/study/report';
+import { DatasetImportError, importTasks } from '../../activities/synthesis/import';
 import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
 import { trainerUp } from '../../deploy/trainer-stack';
@@ -53,6 +54,9 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
                                         run its metrics per iteration; for a scaling study its
                                         fitted report (Markdown tables, SVG plots)
   mockworld export <id> [--out DIR]     write a synthesis run's dataset (tasks.jsonl, verl.jsonl)
+  mockworld import <tasks.jsonl> [--id ID]
+                                        store exported tasks (or your own, same format) as a dataset
+                                        a GrpoTraining spec trains on (dataset.synthesisRunId: ID)
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
   mockworld codec-server [--port N] [--host H] [--origin URL]...
                                         decrypt payloads for the Temporal UI (needs MOCKWORLD_PAYLOAD_KEY)
@@ -231,6 +235,18 @@ async function main(argv: string[]): Promise<number> {
       print(`${result.rows} tasks written to\n  ${result.tasksFile}\n  ${result.verlFile}`, result);
       return 0;
     }
+    case 'import': {
+      const file = rest[0];
+      if (!file) throw new UsageError('mockworld import needs a tasks.jsonl file');
+      const id = values.id ?? `dataset-${path.basename(file, path.extname(file))}`;
+      const text = await readFile(file, 'utf8');
+      const result = await importTasks(getPool(loadEnvironment().DATABASE_URL), id, file, text);
+      print(
+        `${result.tasks} tasks imported as dataset ${id}: train on them with dataset.synthesisRunId: ${id}`,
+        result,
+      );
+      return 0;
+    }
     case 'demo':
       return demo(rest[0] ?? path.join(REPO_ROOT, 'examples', 'synthesis-demo.yaml'));
     case 'codec-server':
@@ -395,7 +411,7 @@ main(process.argv.slice(2))
       console.error(`${error.message}\n\n${USAGE}`);
       process.exit(2);
     }
-    if (error instanceof SpecValidationError) {
+    if (error instanceof SpecValidationError || error instanceof DatasetImportError) {
       console.error(error.message);
       process.exit(2);
     }
