@@ -49,7 +49,9 @@ export const GrpoSpecSchema = z
         synthesisRunId: z
           .string()
           .min(1)
-          .describe('Workflow id of the Synthesis run whose kept tasks are trained on.'),
+          .describe(
+            'Id of the Synthesis run (or `mockworld import` dataset) whose kept tasks are trained on.',
+          ),
         heldOutTasks: z
           .number()
           .int()

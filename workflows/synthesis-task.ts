@@ -5,6 +5,7 @@ import type { RejectReason, TaskStage } from '../schemas/synthesis-records';
 import type { SynthesisSpec } from '../schemas/synthesis-spec';
 import { LONG_ACTIVITY } from './activity-options';
 import { stageQuery, taskStageSignal } from './synthesis-controls';
+import { taskIdOf } from '../activities/synthesis/task-id';
 
 // A dead worker is noticed within the heartbeat timeout; a retried episode resumes from its last
 // checkpointed turn, and every model call a retry repeats is served from the cache.
@@ -26,9 +27,7 @@ export type SynthesisTaskResult =
   | { readonly outcome: 'rejected'; readonly reason: RejectReason };
 
 /** The task id of task `idx` of a run: also its workflow id. */
-export function taskIdOf(runId: string, idx: number): string {
-  return `${runId}-task-${String(idx).padStart(5, '0')}`;
-}
+export { taskIdOf };
 
 /**
  * One task's lifecycle (seed §3.1–3.3): tool set → refinement → fuzzy instruction → K teacher

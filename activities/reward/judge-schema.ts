@@ -60,11 +60,11 @@ export function judgementSchema(rubric: Rubric): z.ZodType<Judgement> {
         const expected = rubric[key].length;
         const seen = new Set<number>();
         value[key].forEach((verdict, i) => {
-          if (verdict.index >= expected || seen.has(verdict.index)) {
+          if (seen.has(verdict.index)) {
             ctx.addIssue({
               code: 'custom',
               path: [key, i, 'index'],
-              message: `index ${verdict.index} is out of range or repeated; use each of 0..${expected - 1} once`,
+              message: `index ${verdict.index} is repeated; use each of 0..${expected - 1} once`,
             });
           }
           seen.add(verdict.index);

@@ -13,6 +13,7 @@ export const STUDY_JUDGE_ROLE = 'study-judge';
 /** The reminder's answer, and the schema name its rejections are recorded under. */
 const JudgeVerdictSchema = z.object({ verdict: z.enum(['CORRECT', 'INCORRECT']) });
 const JUDGE_VERDICT_SCHEMA_NAME = 'study-judge-verdict';
+const REMINDER_MIN_TOKENS = 32;
 
 /** A response's verdict: decided by the exact-match fast path, the LLM judge, or not at all. */
 export interface Verdict {
@@ -64,6 +65,8 @@ export async function judgeResponse(
     const reminder = await models.structured(
       {
         ...call,
+        // Room for the JSON even where the judge's own answers are capped at a word or two.
+        sampling: { ...call.sampling, maxTokens: Math.max(call.sampling.maxTokens, REMINDER_MIN_TOKENS) },
         messages: [
           ...messages,
           { role: 'assistant', content: firstText },

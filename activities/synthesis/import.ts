@@ -3,30 +3,53 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { RubricSchema } from '../../schemas/synthesis-records';
 import { ASK_USER_TOOL_NAME } from '../world';
+import { taskIdOf } from './task-id';
 import { checkToolset } from './tool-validation';
 
-/** What training needs from one line of an exported `tasks.jsonl` (README "Dataset format"). */
+/** The instruction: the prompt's last user message with text (the export's prompt ends with it). */
+const instructionOf = (prompt: readonly { role: string; content?: string | null }[]) =>
+  prompt.filter((m) => m.role === 'user' && m.content?.trim()).at(-1)?.content ?? undefined;
+
+const RubricItem = z.string().trim().min(1).max(500);
+
+/**
+ * What training needs from one line of an exported `tasks.jsonl` (README "Dataset format"), with
+ * the bounds synthesis holds its own tasks to (FuzzyTaskSchema, RubricDraftSchema).
+ */
 const ExportedTaskSchema = z.object({
   task_id: z.string().min(1).max(500),
   persona_id: z.string().min(1).max(500).optional(),
   prompt: z
     .array(z.object({ role: z.string(), content: z.string().nullish() }).loose())
-    .refine((messages) => messages.some((m) => m.role === 'user' && m.content), 'needs a user message'),
-  tools: z.array(z.unknown()),
-  hidden_context: z.string(),
-  rubric: RubricSchema,
-  workflow: z.array(z.string()).optional(),
+    .refine((prompt) => instructionOf(prompt) !== undefined, 'needs a user message (the instruction)')
+    .refine(
+      (prompt) => (instructionOf(prompt)?.length ?? 0) <= 2_000,
+      'the instruction is over 2000 characters',
+    ),
+  tools: z.array(z.unknown()).max(15),
+  hidden_context: z.string().trim().min(1).max(4_000),
+  rubric: RubricSchema.extend({
+    forbidden: z.array(RubricItem).max(8),
+    subGoals: z.array(RubricItem).max(16),
+    requiredInteractions: z.array(RubricItem).max(8),
+  }).refine(
+    (rubric) => rubric.subGoals.length + rubric.requiredInteractions.length > 0,
+    'needs a sub-goal or a required interaction: the reward averages their fractions',
+  ),
+  workflow: z.array(z.string()).max(16).optional(),
 });
 
-/** Lines named in an error at most; the rest are counted. */
-const MAX_NAMED_LINES = 20;
+/** Problems named in an error at most; the rest are counted. */
+const MAX_NAMED_PROBLEMS = 20;
+/** Larger files are refused before reading. */
+export const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
 
 /** Thrown when the file has bad lines (each named) or the dataset id is taken; nothing is written. */
 export class DatasetImportError extends Error {
   override readonly name = 'DatasetImportError';
 }
 
-/** A task ready to insert: the user's instruction is the prompt's last user message. */
+/** A task ready to insert. */
 interface ImportedTask {
   readonly sourceTaskId: string;
   readonly personaId: string;
@@ -37,49 +60,65 @@ interface ImportedTask {
   readonly workflow: string[];
 }
 
+/** Problems of one line's tools, naming each tool by its place in the line. */
+function toolProblems(tools: readonly unknown[]): { tools: unknown[]; problems: string[] } {
+  // The export appends the mock world's own ask_user tool; the world adds it back itself.
+  const own = tools.flatMap((tool, index) =>
+    (tool as { function?: { name?: unknown } } | null)?.function?.name === ASK_USER_TOOL_NAME
+      ? []
+      : [{ tool, index }],
+  );
+  const check = checkToolset(own.map((t) => t.tool));
+  if (check.ok) return { tools: check.tools, problems: [] };
+  return {
+    tools: [],
+    problems: check.problems.map((p) =>
+      p.replace(/^tools\[(\d+)\]/, (_, j) => `tools[${own[Number(j)]!.index}]`),
+    ),
+  };
+}
+
 /** Parses and checks every line; throws naming every bad one. */
 export function parseExportedTasks(text: string): ImportedTask[] {
   const tasks: ImportedTask[] = [];
   const problems: string[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    const where = `line ${i + 1}`;
-    let json: unknown;
-    try {
-      json = JSON.parse(line);
-    } catch (error) {
-      problems.push(`${where}: not JSON (${(error as Error).message})`);
-      return;
-    }
-    const parsed = ExportedTaskSchema.safeParse(json);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues)
-        problems.push(`${where}: ${issue.path.join('.') || '(line)'}: ${issue.message}`);
-      return;
-    }
-    const task = parsed.data;
-    // The export appends the mock world's own ask_user tool; the world adds it back itself.
-    const check = checkToolset(
-      task.tools.filter(
-        (t) => (t as { function?: { name?: unknown } })?.function?.name !== ASK_USER_TOOL_NAME,
-      ),
-    );
-    if (!check.ok) {
-      problems.push(...check.problems.map((p) => `${where}: ${p}`));
-      return;
-    }
-    tasks.push({
-      sourceTaskId: task.task_id,
-      personaId: task.persona_id ?? 'imported',
-      instruction: task.prompt.filter((m) => m.role === 'user').at(-1)!.content!,
-      tools: check.tools,
-      hiddenContext: task.hidden_context,
-      rubric: task.rubric,
-      workflow: task.workflow ?? [],
+  text
+    .replace(/^\uFEFF/, '')
+    .split('\n')
+    .forEach((line, i) => {
+      if (!line.trim()) return;
+      const where = `line ${i + 1}`;
+      let json: unknown;
+      try {
+        json = JSON.parse(line);
+      } catch (error) {
+        problems.push(`${where}: not JSON (${(error as Error).message})`);
+        return;
+      }
+      const parsed = ExportedTaskSchema.safeParse(json);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues)
+          problems.push(`${where}: ${issue.path.join('.') || '(line)'}: ${issue.message}`);
+        return;
+      }
+      const task = parsed.data;
+      const checked = toolProblems(task.tools);
+      if (checked.problems.length) {
+        problems.push(...checked.problems.map((p) => `${where}: ${p}`));
+        return;
+      }
+      tasks.push({
+        sourceTaskId: task.task_id,
+        personaId: task.persona_id ?? 'imported',
+        instruction: instructionOf(task.prompt)!,
+        tools: checked.tools,
+        hiddenContext: task.hidden_context,
+        rubric: task.rubric,
+        workflow: task.workflow ?? [],
+      });
     });
-  });
   if (problems.length) {
-    const named = problems.slice(0, MAX_NAMED_LINES);
+    const named = problems.slice(0, MAX_NAMED_PROBLEMS);
     const more = problems.length - named.length;
     throw new DatasetImportError(
       `Cannot import the tasks (${problems.length} problem(s)):\n  - ${named.join('\n  - ')}` +
@@ -92,8 +131,9 @@ export function parseExportedTasks(text: string): ImportedTask[] {
 
 /**
  * Stores exported tasks as the kept tasks of dataset `datasetId`, so a GrpoTraining spec can
- * train on them (`dataset.synthesisRunId: <datasetId>`). One transaction: all or nothing. An id
- * that already holds tasks is refused rather than mixed.
+ * train on them (`dataset.synthesisRunId: <datasetId>`), with a `runs` row of kind Dataset that
+ * keeps the id from any other run (`mockworld report` shows it). One transaction: all or nothing.
+ * An id already taken by a run or by tasks is refused rather than mixed.
  */
 export async function importTasks(
   pool: pg.Pool,
@@ -105,10 +145,16 @@ export async function importTasks(
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const taken = await client.query('SELECT count(*)::int AS n FROM tasks WHERE run_id = $1', [datasetId]);
-    if (taken.rows[0].n > 0)
+    const summary = JSON.stringify({ tasks: tasks.length, importedFrom: path.basename(file) });
+    const claimed = await client.query(
+      `INSERT INTO runs (run_id, kind, spec, status, summary) VALUES ($1, 'Dataset', $2, 'completed', $2)
+       ON CONFLICT (run_id) DO NOTHING`,
+      [datasetId, summary],
+    );
+    const held = await client.query('SELECT count(*)::int AS n FROM tasks WHERE run_id = $1', [datasetId]);
+    if (claimed.rowCount === 0 || held.rows[0].n > 0)
       throw new DatasetImportError(
-        `${datasetId} already holds ${taken.rows[0].n} tasks; choose another --id`,
+        `${datasetId} is already the id of a run or a dataset; choose another --id`,
       );
     for (const [idx, task] of tasks.entries()) {
       await client.query(
@@ -116,7 +162,7 @@ export async function importTasks(
                             hidden_context, rubric, provenance)
          VALUES ($1, $2, $3, $4, 'kept', $5, $6, $7, $8, $9, $10, $11)`,
         [
-          `${datasetId}-task-${String(idx).padStart(5, '0')}`,
+          taskIdOf(datasetId, idx),
           datasetId,
           idx,
           task.personaId,

@@ -63,10 +63,18 @@ export function renderRewardSvg(runId: string, iterations: readonly IterationMet
     `<text x="18" y="${MARGIN.top + plotH / 2}" text-anchor="middle" transform="rotate(-90 18 ${MARGIN.top + plotH / 2})">rubric reward</text>`,
   );
 
-  out.push(
-    `<polyline class="rollout-mean" fill="none" stroke="${ROLLOUT_COLOUR}" stroke-width="2" points="${points.map((p) => `${num(px(p.iteration))},${num(py(p.mean))}`).join(' ')}"/>`,
-    '<g class="rollouts">',
-  );
+  // One line per run of consecutive iterations: an iteration without a judged rollout is a gap.
+  const runs: (typeof points)[] = [];
+  for (const p of points) {
+    const run = runs.at(-1);
+    if (run && run.at(-1)!.iteration === p.iteration - 1) run.push(p);
+    else runs.push([p]);
+  }
+  for (const run of runs.filter((r) => r.length > 1))
+    out.push(
+      `<polyline class="rollout-mean" fill="none" stroke="${ROLLOUT_COLOUR}" stroke-width="2" points="${run.map((p) => `${num(px(p.iteration))},${num(py(p.mean))}`).join(' ')}"/>`,
+    );
+  out.push('<g class="rollouts">');
   for (const p of points) {
     const x = num(px(p.iteration));
     if (p.std > 0)
@@ -86,9 +94,9 @@ export function renderRewardSvg(runId: string, iterations: readonly IterationMet
   out.push(
     '<g class="legend">',
     `<circle cx="${MARGIN.left + 10}" cy="${ly}" r="3.5" fill="${ROLLOUT_COLOUR}"/>`,
-    `<text x="${MARGIN.left + 24}" y="${ly}" dominant-baseline="middle">rollouts: mean ± std</text>`,
-    `<rect x="${MARGIN.left + 216}" y="${ly - 4}" width="8" height="8" fill="${EVALUATION_COLOUR}"/>`,
-    `<text x="${MARGIN.left + 230}" y="${ly}" dominant-baseline="middle">held-out evaluation: mean</text>`,
+    `<text x="${MARGIN.left + 24}" y="${ly}" dominant-baseline="middle">rollouts: mean ± std (policy before the step)</text>`,
+    `<rect x="${MARGIN.left + 316}" y="${ly - 4}" width="8" height="8" fill="${EVALUATION_COLOUR}"/>`,
+    `<text x="${MARGIN.left + 330}" y="${ly}" dominant-baseline="middle">held-out: mean (policy after it)</text>`,
     '</g>',
     '</svg>',
   );

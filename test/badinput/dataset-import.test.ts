@@ -62,11 +62,20 @@ describe('importing an exported tasks.jsonl as a training dataset', () => {
     });
   });
 
-  it('refuses an id that already holds tasks, changing nothing', async () => {
+  it('refuses an id already taken by a dataset or a run, changing nothing; a run cannot take a dataset id', async () => {
     const error = await refusal('dataset-example', example);
     expect(error).toBeInstanceOf(DatasetImportError);
-    expect(String(error)).toContain('dataset-example already holds 4 tasks');
+    expect(String(error)).toContain('dataset-example is already the id of a run or a dataset');
     expect(await tasksOf('dataset-example')).toHaveLength(4);
+    await query(db.url, `INSERT INTO runs (run_id, kind, spec) VALUES ('synthesis-x', 'Synthesis', '{}')`);
+    expect(await refusal('synthesis-x', example)).toBeInstanceOf(DatasetImportError);
+    expect(await tasksOf('synthesis-x')).toHaveLength(0);
+    // The runs row keeps the id: recordRunStart refuses a run of another kind under it.
+    const [row] = await query<{ kind: string; summary: unknown }>(
+      db.url,
+      `SELECT kind, summary FROM runs WHERE run_id = 'dataset-example'`,
+    );
+    expect(row).toEqual({ kind: 'Dataset', summary: { tasks: 4, importedFrom: 'tasks.jsonl' } });
   });
 
   it('names every bad line and writes nothing', async () => {
@@ -74,17 +83,31 @@ describe('importing an exported tasks.jsonl as a training dataset', () => {
     const withoutRubric = JSON.parse(second!);
     delete withoutRubric.rubric;
     const badTool = JSON.parse(good!);
-    badTool.tools[0].function.name = 'has spaces';
+    badTool.tools.unshift(badTool.tools.pop()); // ask_user first: tools are named by their place in the line
+    badTool.tools[1].function.name = 'has spaces';
+    const unusable = JSON.parse(good!);
+    unusable.hidden_context = ' ';
+    unusable.rubric = { forbidden: [], subGoals: [], requiredInteractions: [] };
     const error = await refusal(
       'dataset-bad',
-      [good, '{not json', JSON.stringify(withoutRubric), JSON.stringify(badTool), '', '[]'].join('\n'),
+      [
+        '\uFEFF' + good,
+        '{not json',
+        JSON.stringify(withoutRubric),
+        JSON.stringify(badTool),
+        '',
+        '[]',
+        JSON.stringify(unusable),
+      ].join('\n'),
     );
     expect(error).toBeInstanceOf(DatasetImportError);
     const message = String(error);
     expect(message).toMatch(/line 2: not JSON/);
     expect(message).toMatch(/line 3: rubric/);
-    expect(message).toMatch(/line 4: tools\[0\]\.function\.name/);
+    expect(message).toMatch(/line 4: tools\[1\]\.function\.name/);
     expect(message).toMatch(/line 6: \(line\)/);
+    expect(message).toMatch(/line 7: hidden_context/);
+    expect(message).toMatch(/line 7: rubric: needs a sub-goal or a required interaction/);
     expect(message).not.toMatch(/line [15]:/);
     expect(await tasksOf('dataset-bad')).toHaveLength(0);
     expect(String(await refusal('dataset-empty', '\n\n'))).toContain('the file holds none');

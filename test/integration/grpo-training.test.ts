@@ -160,12 +160,12 @@ describe('GRPO training in the mock world', () => {
     const report = await cli('report', runId);
     expect(report.code).toBe(0);
     const table = report.stdout.split('metrics per iteration')[1]!;
-    expect(table).toMatch(/reward\s.*clip frac.*eval reward/);
+    expect(table).toMatch(/sampled from\s+trained to\s+reward\s.*clip frac.*held-out reward/);
     const rows = table.split('\n').filter((line) => /^\s*\d+\s+step-\d/.test(line));
-    expect(rows.map((line) => line.trim().split(/\s+/).slice(0, 2))).toEqual([
-      ['0', 'step-1'],
-      ['1', 'step-2'],
-      ['2', 'step-3'],
+    expect(rows.map((line) => line.trim().split(/\s+/).slice(0, 3))).toEqual([
+      ['0', 'step-0', 'step-1'],
+      ['1', 'step-1', 'step-2'],
+      ['2', 'step-2', 'step-3'],
     ]);
     for (const line of rows) expect(line).toMatch(/\d\.\d{3} ± \d\.\d{3}/); // reward mean ± std
     const plot = /reward curve: (\S+)/.exec(report.stdout)![1]!;

@@ -1,11 +1,11 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { closePools, getPool, redactUrl } from '../../activities/store/db';
 import { migrate } from '../../activities/store/migrate';
 import { writeStudyReport } from '../../activities/study/report';
-import { DatasetImportError, importTasks } from '../../activities/synthesis/import';
+import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../../activities/synthesis/import';
 import { REPO_ROOT } from '../../deploy/paths';
 import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
 import { trainerUp } from '../../deploy/trainer-stack';
@@ -222,7 +222,10 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       if (report.iterations?.length) {
-        const plot = await writeRewardPlot(report.runId, report.iterations);
+        // The figure is an extra: a report must not fail because MOCKWORLD_HOME is not writable.
+        const plot = await writeRewardPlot(report.runId, report.iterations).catch(
+          (error: unknown) => `not written (${error instanceof Error ? error.message : error})`,
+        );
         print(`${renderReport(report)}\n\nreward curve: ${plot}`, { ...report, plot });
         return 0;
       }
@@ -239,6 +242,11 @@ async function main(argv: string[]): Promise<number> {
       const file = rest[0];
       if (!file) throw new UsageError('mockworld import needs a tasks.jsonl file');
       const id = values.id ?? `dataset-${path.basename(file, path.extname(file))}`;
+      const { size } = await stat(file);
+      if (size > MAX_IMPORT_BYTES)
+        throw new DatasetImportError(
+          `${file} holds ${size} bytes; import at most 64 MiB at a time (split it)`,
+        );
       const text = await readFile(file, 'utf8');
       const result = await importTasks(getPool(loadEnvironment().DATABASE_URL), id, file, text);
       print(

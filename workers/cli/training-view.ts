@@ -12,9 +12,9 @@ function field(record: unknown, key: string): unknown {
 
 /**
  * One row per GRPO iteration, the figures seed 000 §3.4 tracks: rubric reward (mean ± std over the
- * judged rollouts) and its parts, forbidden-violation rate, turns, the policy's completion tokens,
+ * judged rollouts, sampled from the policy before the iteration's step) and its parts, forbidden-violation rate, turns, the policy's completion tokens,
  * groups without a learning signal, the trainer step (loss, clip fraction, duration) and the
- * held-out evaluation reward where one ran.
+ * held-out evaluation reward, where one ran, of the policy after the step.
  */
 export function renderIterations(iterations: readonly IterationMetrics[]): string {
   const rows = iterations.map(({ iteration, policyVersion, metrics: m }) => {
@@ -22,7 +22,8 @@ export function renderIterations(iterations: readonly IterationMetrics[]): strin
     const mean = fixed(m.rewardMean);
     return {
       iteration,
-      policy: policyVersion,
+      'sampled from': `step-${iteration}`,
+      'trained to': policyVersion,
       reward: mean && `${mean} ± ${fixed(m.rewardStd)}`,
       'sub-goals': fixed(m.subGoalFraction),
       interactions: fixed(m.interactionFraction),
@@ -33,7 +34,7 @@ export function renderIterations(iterations: readonly IterationMetrics[]): strin
       loss: fixed(field(trainer, 'loss'), 4),
       'clip frac': fixed(field(trainer, 'clip_frac')),
       'step s': fixed(field(trainer, 'duration_s'), 1),
-      'eval reward': fixed(field(m.evaluation, 'rewardMean')),
+      'held-out reward': fixed(field(m.evaluation, 'rewardMean')), // of the policy trained to
     };
   });
   return renderTable(rows);
