@@ -1,8 +1,6 @@
 import {
-  CancellationScope,
   continueAsNew,
   executeChild,
-  isCancellation,
   patched,
   proxyActivities,
   setHandler,
@@ -18,6 +16,7 @@ import { GrpoGroup } from './grpo-group';
 import { RunControl } from './run-control';
 import { validateSpec } from './spec-guard';
 import { trainerActivities } from './trainer';
+import { endRunOnError } from './run-end';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
@@ -193,11 +192,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     }
     if (policyStep > 0) await trainer['trainer.saveCheckpoint']({ run_id: runId, step: policyStep });
   } catch (error) {
-    if (isCancellation(error)) {
-      control.setState('cancelled');
-      await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state: 'cancelled' }));
-    }
-    throw error;
+    return endRunOnError(control, runId, error);
   }
 
   const summary: GrpoSummary = { iterations: iteration, policyStep, stopped: stopping, latestMetrics };

@@ -1,5 +1,4 @@
 import {
-  CancellationScope,
   executeChild,
   isCancellation,
   proxyActivities,
@@ -17,6 +16,7 @@ import { validateSpec } from './spec-guard';
 import { cellStatesQuery, type CellState } from './study-controls';
 import { StudyCell, type CellResult } from './study-cell';
 import { StudySampling, type Derivation } from './study-sampling';
+import { endRunOnError } from './run-end';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
@@ -58,8 +58,9 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       counts(),
     );
 
+  // Outside the try: a run that could not claim its id must not write the end of another's.
+  await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec });
   try {
-    await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec });
     report('loading questions');
     await study.prepareStudy({
       studyId,
@@ -133,10 +134,6 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
     control.setState('completed');
     return summary;
   } catch (error) {
-    if (isCancellation(error)) {
-      control.setState('cancelled');
-      await CancellationScope.nonCancellable(() => recordRunFinish({ runId: studyId, state: 'cancelled' }));
-    }
-    throw error;
+    return endRunOnError(control, studyId, error);
   }
 }

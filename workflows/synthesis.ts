@@ -1,5 +1,4 @@
 import {
-  CancellationScope,
   ParentClosePolicy,
   condition,
   continueAsNew,
@@ -18,8 +17,9 @@ import { RunControl } from './run-control';
 import { validateSpec } from './spec-guard';
 import { taskStageQuery, taskStageSignal } from './synthesis-controls';
 import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task';
+import { endRunOnError } from './run-end';
 
-const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const { recordRunStart } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
 /** What a dataset run carries across continue-as-new (small: one character per task). */
@@ -153,11 +153,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
     }
     await condition(() => inFlight.size === 0);
   } catch (error) {
-    if (isCancellation(error)) {
-      control.setState('cancelled');
-      await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state: 'cancelled' }));
-    }
-    throw error;
+    return endRunOnError(control, runId, error);
   }
 
   if (cursor < progress.total) {

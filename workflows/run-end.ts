@@ -1,0 +1,35 @@
+import { CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs';
+import { SHORT_ACTIVITY } from './activity-options';
+import type { RunControl } from './run-control';
+
+const { recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+
+/** Executions before this patch recorded a cancellation only: a failed run stayed 'running'. */
+const RECORD_FAILURE_PATCH = 'record-run-failure';
+/** Characters of the failure message kept in the run's summary. */
+const MAX_FAILURE_CHARS = 2_000;
+
+/**
+ * Records how a pipeline ended on `error`, cancelled or failed, in its `MockworldState` search
+ * attribute and its `runs` row (so UI filters and `mockworld report` stop showing it running),
+ * then rethrows it.
+ */
+export async function endRunOnError(control: RunControl, runId: string, error: unknown): Promise<never> {
+  const cancelled = isCancellation(error);
+  if (cancelled || patched(RECORD_FAILURE_PATCH)) {
+    control.setState(cancelled ? 'cancelled' : 'failed');
+    const failure = cancelled ? undefined : { failure: messageOf(error).slice(0, MAX_FAILURE_CHARS) };
+    await CancellationScope.nonCancellable(() =>
+      recordRunFinish({ runId, state: cancelled ? 'cancelled' : 'failed', summary: failure }),
+    );
+  }
+  throw error;
+}
+
+/** The innermost cause's message: a child's or an activity's failure says what went wrong. */
+function messageOf(error: unknown): string {
+  let current = error;
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
+  return current instanceof Error ? current.message : String(error);
+}
