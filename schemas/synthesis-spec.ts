@@ -4,6 +4,18 @@ import { ModelRoleSchema } from './model-endpoint';
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
 
+/** Stages whose template file a run may replace (synthesis, the mock world, the rubric judge). */
+export const TemplateOverrideStageSchema = z.enum([
+  'toolset',
+  'refine',
+  'instruction',
+  'agent',
+  'toolSimulator',
+  'userSimulator',
+  'rubric',
+  'judge',
+]);
+
 /** Prompt templates: a shipped version, and per-stage files that replace the shipped ones. */
 export const TemplatesSchema = z
   .object({
@@ -12,19 +24,7 @@ export const TemplatesSchema = z
       .default('v1')
       .describe('Shipped template set (activities/synthesis/templates/<version>).'),
     overrides: z
-      .partialRecord(
-        z.enum([
-          'toolset',
-          'refine',
-          'instruction',
-          'agent',
-          'toolSimulator',
-          'userSimulator',
-          'rubric',
-          'judge',
-        ]),
-        z.string().min(1),
-      )
+      .partialRecord(TemplateOverrideStageSchema, z.string().min(1))
       .default({})
       .describe('Stage → path of a template file that replaces the shipped one (recorded by content hash).'),
   })

@@ -16,13 +16,12 @@ const MAX_FAILURE_CHARS = 2_000;
  * then rethrows it.
  */
 export async function endRunOnError(control: RunControl, runId: string, error: unknown): Promise<never> {
-  const cancelled = isCancellation(error);
-  if (cancelled || patched(RECORD_FAILURE_PATCH)) {
-    control.setState(cancelled ? 'cancelled' : 'failed');
-    const failure = cancelled ? undefined : { failure: messageOf(error).slice(0, MAX_FAILURE_CHARS) };
-    await CancellationScope.nonCancellable(() =>
-      recordRunFinish({ runId, state: cancelled ? 'cancelled' : 'failed', summary: failure }),
-    );
+  const state = isCancellation(error) ? 'cancelled' : 'failed';
+  if (state === 'cancelled' || patched(RECORD_FAILURE_PATCH)) {
+    control.setState(state);
+    const summary =
+      state === 'failed' ? { failure: messageOf(error).slice(0, MAX_FAILURE_CHARS) } : undefined;
+    await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state, summary }));
   }
   throw error;
 }

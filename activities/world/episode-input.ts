@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ModelRoleSchema } from '../../schemas/model-endpoint';
+import { TemplateOverrideStageSchema } from '../../schemas/synthesis-spec';
 import type { TemplateChoice } from '../templates/templates';
 
 /** Why an episode is run: a teacher demonstration (synthesis), a GRPO rollout, or an evaluation. */
@@ -13,22 +14,11 @@ export type EpisodePurpose = z.infer<typeof EpisodePurposeSchema>;
 export const EndReasonSchema = z.enum(['final_answer', 'max_turns', 'user_stop']);
 export type EndReason = z.infer<typeof EndReasonSchema>;
 
-/** Stages whose template file a run may replace. */
-const TemplateStageSchema = z.enum([
-  'toolset',
-  'refine',
-  'instruction',
-  'agent',
-  'toolSimulator',
-  'userSimulator',
-  'rubric',
-]);
-
 /** The templates an episode uses: a shipped version and per-stage replacement files ({@link TemplateChoice}). */
 export const TemplateChoiceSchema = z
   .object({
     version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'a shipped template version such as v1'),
-    overrides: z.partialRecord(TemplateStageSchema, z.string().min(1)).default({}),
+    overrides: z.partialRecord(TemplateOverrideStageSchema, z.string().min(1)).default({}),
   })
   .strict() satisfies z.ZodType<TemplateChoice>;
 

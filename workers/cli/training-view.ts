@@ -12,9 +12,10 @@ function field(record: unknown, key: string): unknown {
 
 /**
  * One row per GRPO iteration, the figures seed 000 §3.4 tracks: rubric reward (mean ± std over the
- * judged rollouts, sampled from the policy before the iteration's step) and its parts, forbidden-violation rate, turns, the policy's completion tokens,
- * groups without a learning signal, the trainer step (loss, clip fraction, duration) and the
- * held-out evaluation reward, where one ran, of the policy after the step.
+ * judged rollouts, sampled from the policy before the iteration's step) and its parts,
+ * forbidden-violation rate, turns, the policy's completion tokens, groups without a learning
+ * signal, the trainer step (loss, clip fraction, duration) and the held-out evaluation reward,
+ * where one ran, of the policy after the step.
  */
 export function renderIterations(iterations: readonly IterationMetrics[]): string {
   const rows = iterations.map(({ iteration, policyVersion, metrics: m }) => {
