@@ -1,12 +1,12 @@
-import { loadEnvironment } from '../schemas/environment';
-import { withLivenessHeartbeats } from './heartbeat';
-import { createModelClient } from './llm';
-import { createRewardActivities } from './reward';
-import { createRunActivities } from './runs';
-import { createSmokeActivities } from './smoke';
-import { createStudyActivities } from './study';
-import { createSynthesisActivities } from './synthesis';
-import { createTrainingActivities } from './training';
+import { loadEnvironment } from '../schemas/environment.js';
+import { withLivenessHeartbeats } from './heartbeat.js';
+import { createModelClient } from './llm/index.js';
+import { createRewardActivities } from './reward/index.js';
+import { createRunActivities } from './runs.js';
+import { createSmokeActivities } from './smoke.js';
+import { createStudyActivities } from './study/index.js';
+import { createSynthesisActivities } from './synthesis/index.js';
+import { createTrainingActivities } from './training/index.js';
 
 /** What the activities need from the worker process. */
 export interface ActivityDependencies {

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { RunFinish, RunStart } from '../schemas/run-records';
-import { getPool } from './store/db';
+import type { RunFinish, RunStart } from '../schemas/run-records.js';
+import { getPool } from './store/db.js';
 
 /** Activities that keep the `runs` table in step with the workflows. */
 export function createRunActivities(databaseUrl: string) {

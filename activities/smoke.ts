@@ -1,6 +1,6 @@
-import type { ModelRole } from '../schemas/model-endpoint';
-import { resolveEndpoint } from './llm/default-endpoint';
-import type { ModelClient } from './llm';
+import type { ModelRole } from '../schemas/model-endpoint.js';
+import { resolveEndpoint } from './llm/default-endpoint.js';
+import type { ModelClient } from './llm/index.js';
 
 /** Input of one smoke step. */
 export interface SmokeStepInput {

@@ -12,8 +12,8 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { getLlama, LlamaChatSession, LlamaLogLevel } from 'node-llama-cpp';
 import OpenAI from 'openai';
-import { ensureEmbeddedModel } from '../deploy/embedded-model/fetch-model';
-import { defaultThreads, startEmbeddedModelServer } from '../workers/embedded-model';
+import { ensureEmbeddedModel } from '../deploy/embedded-model/fetch-model.js';
+import { defaultThreads, startEmbeddedModelServer } from '../services/embedded-model/index.js';
 
 const SYSTEM = 'You are a helpful assistant.';
 const PROMPT = 'Write a long story about a dragon who learns to bake bread.';

@@ -14,10 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { createModelClient } from '../activities/llm';
-import { ModelEndpointSchema, SamplingSchema } from '../schemas/model-endpoint';
-import { createTestDatabase } from '../test/support/database';
-import { startModelServer } from '../test/support/model-server';
+import { createModelClient } from '../activities/llm/index.js';
+import { ModelEndpointSchema, SamplingSchema } from '../schemas/model-endpoint.js';
+import { createTestDatabase } from '../test/support/database.js';
+import { startModelServer } from '../test/support/model-server.js';
 
 const LATENCIES_MS = [0, 50];
 const CONCURRENCY = [1, 16, 64, 256];

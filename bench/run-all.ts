@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT } from '../deploy/paths';
+import { REPO_ROOT } from '../deploy/paths.js';
 
 /** The benchmarks, in README order, with what each measures. */
 const BENCHMARKS = [

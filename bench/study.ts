@@ -18,23 +18,23 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type pg from 'pg';
 import path from 'node:path';
-import { resolveEndpoint } from '../activities/llm/default-endpoint';
-import { createModelClient } from '../activities/llm';
-import { closePools, getPool } from '../activities/store/db';
-import { migrate } from '../activities/store/migrate';
-import { STUDY_JUDGE_ROLE } from '../activities/study/judge';
+import { resolveEndpoint } from '../activities/llm/default-endpoint.js';
+import { createModelClient } from '../activities/llm/index.js';
+import { closePools, getPool } from '../activities/store/db.js';
+import { migrate } from '../activities/store/migrate.js';
+import { STUDY_JUDGE_ROLE } from '../activities/study/judge.js';
 import {
   QuestionLineSchema,
   loadQuestions,
   questionsOf,
   type QuestionLine,
-} from '../activities/study/questions';
-import { sampleQuestion } from '../activities/study/sampling';
-import { stackUp } from '../deploy/stack';
-import { REPO_ROOT } from '../deploy/paths';
-import { loadEnvironment } from '../schemas/environment';
-import { ModelEndpointSchema, type ModelRole } from '../schemas/model-endpoint';
-import { startModelServer, type ScriptedRequest } from '../test/support/model-server';
+} from '../activities/study/questions.js';
+import { sampleQuestion } from '../activities/study/sampling.js';
+import { stackUp } from '../deploy/stack.js';
+import { REPO_ROOT } from '../deploy/paths.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import { ModelEndpointSchema, type ModelRole } from '../schemas/model-endpoint.js';
+import { startModelServer, type ScriptedRequest } from '../test/support/model-server.js';
 
 const ACCEPTED = Number(process.env.BENCH_ACCEPTED ?? 2);
 const MAX_ATTEMPTS = Number(process.env.BENCH_MAX_ATTEMPTS ?? 3);

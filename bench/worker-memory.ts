@@ -40,11 +40,11 @@ import pg from 'pg';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { REPO_ROOT } from '../deploy/paths';
-import { stopChild } from '../deploy/processes';
-import { createTestDatabase } from '../test/support/database';
-import type { ModelServerStats } from '../test/support/model-server';
-import { CPU_WORKER_TUNING } from '../workers/cpu-worker';
+import { REPO_ROOT } from '../deploy/paths.js';
+import { stopChild } from '../deploy/processes.js';
+import { createTestDatabase } from '../test/support/database.js';
+import type { ModelServerStats } from '../test/support/model-server.js';
+import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
 import {
   asProjectJson,
   insertKeptTasks,
@@ -53,8 +53,8 @@ import {
   specFor,
   standInTrainerActivities,
   startModelServerProcess,
-} from './grpo';
-import { startBenchRun, startBenchTemporal } from './support/bench-run';
+} from './grpo.js';
+import { startBenchRun, startBenchTemporal } from './support/bench-run.js';
 
 const TASKS = Number(process.env.BENCH_WM_TASKS ?? 64);
 const N = Number(process.env.BENCH_WM_N ?? 16);

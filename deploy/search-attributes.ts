@@ -1,6 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { MOCKWORLD_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { MOCKWORLD_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 
 // A CommonJS package: Node's ESM loader sees only its default export.
 const { temporal } = proto;

@@ -1,15 +1,15 @@
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { getPool, redactUrl } from '../activities/store/db';
-import { migrate } from '../activities/store/migrate';
-import { embeddedModelUrl, loadEnvironment, type Environment } from '../schemas/environment';
-import { ensureEmbeddedModel } from './embedded-model/fetch-model';
-import { REPO_ROOT } from './paths';
-import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from './processes';
-import { registerSearchAttributes } from './search-attributes';
-import { ensureTemporalCli } from './temporal-cli';
-import { startDevServer, waitForFrontend } from './temporal-dev-server';
-import { TRAINER_COMPONENTS } from './trainer-stack';
+import { getPool, redactUrl } from '../activities/store/db.js';
+import { migrate } from '../activities/store/migrate.js';
+import { embeddedModelUrl, loadEnvironment, type Environment } from '../schemas/environment.js';
+import { ensureEmbeddedModel } from './embedded-model/fetch-model.js';
+import { nodeEntryArgs } from './paths.js';
+import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from './processes.js';
+import { registerSearchAttributes } from './search-attributes.js';
+import { ensureTemporalCli } from './temporal-cli.js';
+import { startDevServer, waitForFrontend } from './temporal-dev-server.js';
+import { TRAINER_COMPONENTS } from './trainer-stack.js';
 
 /** One line of `mockworld stack status`. */
 export interface ComponentStatus {
@@ -102,9 +102,7 @@ export async function stackUp(
   const modelPath = await ensureEmbeddedModel();
   const proc = managedProcess(env.MOCKWORLD_HOME, 'embedded-model');
   await spawnDetached(proc, process.execPath, [
-    '--import',
-    'tsx',
-    path.join(REPO_ROOT, 'workers', 'embedded-model', 'server.ts'),
+    ...nodeEntryArgs('services/embedded-model/server'),
     '--port',
     String(env.MOCKWORLD_EMBEDDED_MODEL_PORT),
     '--model',

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { TOOLS_VENV } from './paths';
+import { TOOLS_VENV } from './paths.js';
 
 const run = promisify(execFile);
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { stopChild } from './processes';
+import { stopChild } from './processes.js';
 
 /** Where and how to run a local Temporal dev server. */
 export interface DevServerOptions {

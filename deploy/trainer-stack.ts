@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import type { Environment } from '../schemas/environment';
-import { REPO_ROOT } from './paths';
-import { livePid, managedProcess, spawnDetached } from './processes';
+import type { Environment } from '../schemas/environment.js';
+import { REPO_ROOT } from './paths.js';
+import { livePid, managedProcess, spawnDetached } from './processes.js';
 
 /** The local trainer components, stopped by `mockworld stack down` with the rest. */
 export const TRAINER_COMPONENTS = ['trainer-worker', 'policy-server'] as const;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint';
-import { TemplatesSchema } from './synthesis-spec';
+import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
+import { TemplatesSchema } from './synthesis-spec.js';
 
 /** The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model. */
 export const PolicyBaseSchema = z.discriminatedUnion('kind', [

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RunStateSchema } from './run-status';
+import { RunStateSchema } from './run-status.js';
 
 /** Input of the activity that registers a run in PostgreSQL. */
 export const RunStartSchema = z.object({

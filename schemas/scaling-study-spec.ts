@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { PolicyBaseSchema } from './grpo-spec';
-import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint';
+import { PolicyBaseSchema } from './grpo-spec.js';
+import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
 
 /**
  * Synthesis protocols of seed 002 (Sec. 6–7, App. 11.3). Each changes only p; (Q, T) stay fixed.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelRoleSchema } from './model-endpoint';
+import { ModelRoleSchema } from './model-endpoint.js';
 
 /**
  * The smoke pipeline: asks the model the same prompt `steps` times (sample index = step) through

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { boundedText, boundIssues, SpecValidationError, specIssues, type SpecIssue } from './spec-error';
-import { GrpoSpecSchema } from './grpo-spec';
-import { ScalingStudySpecSchema } from './scaling-study-spec';
-import { SmokeSpecSchema } from './smoke-spec';
-import { SynthesisSpecSchema } from './synthesis-spec';
+import { boundedText, boundIssues, SpecValidationError, specIssues, type SpecIssue } from './spec-error.js';
+import { GrpoSpecSchema } from './grpo-spec.js';
+import { ScalingStudySpecSchema } from './scaling-study-spec.js';
+import { SmokeSpecSchema } from './smoke-spec.js';
+import { SynthesisSpecSchema } from './synthesis-spec.js';
 
 /**
  * Every pipeline kind and its spec schema. The kind is also the Temporal workflow type, so the

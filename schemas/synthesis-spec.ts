@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelRoleSchema } from './model-endpoint';
+import { ModelRoleSchema } from './model-endpoint.js';
 
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });

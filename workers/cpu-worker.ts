@@ -1,6 +1,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { loadEnvironment } from '../schemas/environment';
-import { MockworldPlugin } from './plugin';
+import { loadEnvironment } from '../schemas/environment.js';
+import { MockworldPlugin } from './plugin.js';
 
 /**
  * Worker settings of the CPU worker; bench/grpo.ts measures them against the SDK defaults.

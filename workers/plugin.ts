@@ -1,14 +1,17 @@
 import { fileURLToPath } from 'node:url';
 import type { PayloadCodec } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
-import { createActivities } from '../activities';
-import { closePools } from '../activities/store/db';
-import { migrate } from '../activities/store/migrate';
-import { loadEnvironment } from '../schemas/environment';
-import { payloadCodecFromEnvironment, withPayloadCodec } from './codec/payload-codec';
+import { createActivities } from '../activities/index.js';
+import { closePools } from '../activities/store/db.js';
+import { migrate } from '../activities/store/migrate.js';
+import { RUNS_COMPILED } from '../deploy/paths.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import { payloadCodecFromEnvironment, withPayloadCodec } from '../services/codec/payload-codec.js';
 
 /** The module that exports every mockworld workflow; point your own bundle at it to combine. */
-export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(
+  new URL(`../workflows/index.${RUNS_COMPILED ? 'js' : 'ts'}`, import.meta.url),
+);
 
 /** Options of {@link MockworldPlugin}. */
 export interface MockworldPluginOptions {

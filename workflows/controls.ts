@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { RunStatus } from '../schemas/run-status';
+import type { RunStatus } from '../schemas/run-status.js';
 
 /** Stop starting new work; work already running finishes. Idempotent. */
 export const pauseSignal = defineSignal<[]>('pause');

@@ -1,7 +1,7 @@
 import { patched, proxyActivities } from '@temporalio/workflow';
-import type { MockworldActivities } from '../activities';
-import type { GrpoSpec } from '../schemas/grpo-spec';
-import { LONG_ACTIVITY } from './activity-options';
+import type { MockworldActivities } from '../activities/index.js';
+import type { GrpoSpec } from '../schemas/grpo-spec.js';
+import { LONG_ACTIVITY } from './activity-options.js';
 
 const activities = proxyActivities<MockworldActivities>({
   ...LONG_ACTIVITY,

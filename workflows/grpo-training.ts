@@ -6,17 +6,17 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { MockworldActivities } from '../activities';
-import type { RunActivities } from '../activities/runs';
-import type { GrpoSpec } from '../schemas/grpo-spec';
-import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
-import { mapBounded } from './bounded';
-import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls';
-import { GrpoGroup } from './grpo-group';
-import { RunControl } from './run-control';
-import { validateSpec } from './spec-guard';
-import { trainerActivities } from './trainer';
-import { endRunOnError } from './run-end';
+import type { MockworldActivities } from '../activities/index.js';
+import type { RunActivities } from '../activities/runs.js';
+import type { GrpoSpec } from '../schemas/grpo-spec.js';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
+import { mapBounded } from './bounded.js';
+import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls.js';
+import { GrpoGroup } from './grpo-group.js';
+import { RunControl } from './run-control.js';
+import { validateSpec } from './spec-guard.js';
+import { trainerActivities } from './trainer.js';
+import { endRunOnError } from './run-end.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);

@@ -1,9 +1,9 @@
 // Every pipeline workflow, registered by name: the name is the spec kind and the UI's workflow type.
-export { Smoke } from './smoke';
-export { Synthesis } from './synthesis';
-export { SynthesisTask } from './synthesis-task';
-export { GrpoTraining } from './grpo-training';
-export { GrpoGroup } from './grpo-group';
-export { ScalingStudy } from './scaling-study';
-export { StudySampling } from './study-sampling';
-export { StudyCell } from './study-cell';
+export { Smoke } from './smoke.js';
+export { Synthesis } from './synthesis.js';
+export { SynthesisTask } from './synthesis-task.js';
+export { GrpoTraining } from './grpo-training.js';
+export { GrpoGroup } from './grpo-group.js';
+export { ScalingStudy } from './scaling-study.js';
+export { StudySampling } from './study-sampling.js';
+export { StudyCell } from './study-cell.js';

@@ -1,7 +1,7 @@
 import { condition, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import type { RunState, RunStatus } from '../schemas/run-status';
-import { pauseSignal, resumeSignal, statusQuery } from './controls';
-import { MockworldKind, MockworldProgress, MockworldState } from './search-attributes';
+import type { RunState, RunStatus } from '../schemas/run-status.js';
+import { pauseSignal, resumeSignal, statusQuery } from './controls.js';
+import { MockworldKind, MockworldProgress, MockworldState } from './search-attributes.js';
 
 /**
  * The controls every pipeline shares: pause/resume signals, the status query and the search

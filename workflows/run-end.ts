@@ -1,7 +1,7 @@
 import { CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
-import type { RunActivities } from '../activities/runs';
-import { SHORT_ACTIVITY } from './activity-options';
-import type { RunControl } from './run-control';
+import type { RunActivities } from '../activities/runs.js';
+import { SHORT_ACTIVITY } from './activity-options.js';
+import type { RunControl } from './run-control.js';
 
 const { recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 

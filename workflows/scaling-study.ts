@@ -5,18 +5,18 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { MockworldActivities } from '../activities';
-import type { RunActivities } from '../activities/runs';
-import { studyCells, studyStreams, type Cell } from '../activities/study/grid';
-import type { ScalingStudySpec } from '../schemas/scaling-study-spec';
-import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
-import { mapBounded } from './bounded';
-import { RunControl } from './run-control';
-import { validateSpec } from './spec-guard';
-import { cellStatesQuery, type CellState } from './study-controls';
-import { StudyCell, type CellResult } from './study-cell';
-import { StudySampling, type Derivation } from './study-sampling';
-import { endRunOnError } from './run-end';
+import type { MockworldActivities } from '../activities/index.js';
+import type { RunActivities } from '../activities/runs.js';
+import { studyCells, studyStreams, type Cell } from '../activities/study/grid.js';
+import type { ScalingStudySpec } from '../schemas/scaling-study-spec.js';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
+import { mapBounded } from './bounded.js';
+import { RunControl } from './run-control.js';
+import { validateSpec } from './spec-guard.js';
+import { cellStatesQuery, type CellState } from './study-controls.js';
+import { StudyCell, type CellResult } from './study-cell.js';
+import { StudySampling, type Derivation } from './study-sampling.js';
+import { endRunOnError } from './run-end.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);

@@ -1,9 +1,9 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { RunActivities } from '../activities/runs';
-import type { SmokeActivities, SmokeStepResult } from '../activities/smoke';
-import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
-import { RunControl } from './run-control';
-import { validateSpec } from './spec-guard';
+import type { RunActivities } from '../activities/runs.js';
+import type { SmokeActivities, SmokeStepResult } from '../activities/smoke.js';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
+import { RunControl } from './run-control.js';
+import { validateSpec } from './spec-guard.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const { smokeStep } = proxyActivities<SmokeActivities>(LONG_ACTIVITY);

@@ -1,9 +1,9 @@
 import { continueAsNew, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { MockworldActivities } from '../activities';
-import { sftLearningRate, type Cell } from '../activities/study/grid';
-import type { ScalingStudySpec } from '../schemas/scaling-study-spec';
-import { LONG_ACTIVITY } from './activity-options';
-import { trainerActivities } from './trainer';
+import type { MockworldActivities } from '../activities/index.js';
+import { sftLearningRate, type Cell } from '../activities/study/grid.js';
+import type { ScalingStudySpec } from '../schemas/scaling-study-spec.js';
+import { LONG_ACTIVITY } from './activity-options.js';
+import { trainerActivities } from './trainer.js';
 
 const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
 

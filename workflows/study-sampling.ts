@@ -1,10 +1,10 @@
 import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { MockworldActivities } from '../activities';
-import { acceptedTarget, type Stream } from '../activities/study/grid';
-import type { ScalingStudySpec } from '../schemas/scaling-study-spec';
-import { LONG_ACTIVITY } from './activity-options';
-import { mapBounded } from './bounded';
-import { statusQuery } from './controls';
+import type { MockworldActivities } from '../activities/index.js';
+import { acceptedTarget, type Stream } from '../activities/study/grid.js';
+import type { ScalingStudySpec } from '../schemas/scaling-study-spec.js';
+import { LONG_ACTIVITY } from './activity-options.js';
+import { mapBounded } from './bounded.js';
+import { statusQuery } from './controls.js';
 
 const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
 

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { TaskStage } from '../schemas/synthesis-records';
+import type { TaskStage } from '../schemas/synthesis-records.js';
 
 /** Sent by a task workflow to its dataset workflow when it enters a stage. */
 export const taskStageSignal = defineSignal<[index: number, stage: TaskStage]>('taskStage');

@@ -1,11 +1,11 @@
 import { getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { SynthesisActivities } from '../activities/synthesis';
-import type { StageOutcome } from '../activities/synthesis/stages';
-import type { RejectReason, TaskStage } from '../schemas/synthesis-records';
-import type { SynthesisSpec } from '../schemas/synthesis-spec';
-import { LONG_ACTIVITY } from './activity-options';
-import { stageQuery, taskStageSignal } from './synthesis-controls';
-import { taskIdOf } from '../activities/synthesis/task-id';
+import type { SynthesisActivities } from '../activities/synthesis/index.js';
+import type { StageOutcome } from '../activities/synthesis/stages.js';
+import type { RejectReason, TaskStage } from '../schemas/synthesis-records.js';
+import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
+import { LONG_ACTIVITY } from './activity-options.js';
+import { stageQuery, taskStageSignal } from './synthesis-controls.js';
+import { taskIdOf } from '../activities/synthesis/task-id.js';
 
 // A dead worker is noticed within the heartbeat timeout; a retried episode resumes from its last
 // checkpointed turn, and every model call a retry repeats is served from the cache.

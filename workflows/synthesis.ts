@@ -8,16 +8,16 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { RunActivities } from '../activities/runs';
-import type { SynthesisActivities } from '../activities/synthesis';
-import type { TaskStage } from '../schemas/synthesis-records';
-import type { SynthesisSpec } from '../schemas/synthesis-spec';
-import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options';
-import { RunControl } from './run-control';
-import { validateSpec } from './spec-guard';
-import { taskStageQuery, taskStageSignal } from './synthesis-controls';
-import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task';
-import { endRunOnError } from './run-end';
+import type { RunActivities } from '../activities/runs.js';
+import type { SynthesisActivities } from '../activities/synthesis/index.js';
+import type { TaskStage } from '../schemas/synthesis-records.js';
+import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
+import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
+import { RunControl } from './run-control.js';
+import { validateSpec } from './spec-guard.js';
+import { taskStageQuery, taskStageSignal } from './synthesis-controls.js';
+import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task.js';
+import { endRunOnError } from './run-end.js';
 
 const { recordRunStart } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from './types';
+import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint.js';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from './types.js';
 
 /**
  * JSON with object keys sorted at every depth, so two requests that differ only in key order hash

@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import { storableJson, storableText } from '../store/storable';
-import type { CallIdentity } from './cache-key';
-import type { ChatCompletionMessage, RoleUsage } from './types';
+import { storableJson, storableText } from '../store/storable.js';
+import type { CallIdentity } from './cache-key.js';
+import type { ChatCompletionMessage, RoleUsage } from './types.js';
 
 /** What the store keeps of an answer: the message untouched and why generation stopped. */
 export interface StoredResponse {

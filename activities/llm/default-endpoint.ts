@@ -1,5 +1,5 @@
-import { embeddedModelUrl, loadEnvironment } from '../../schemas/environment';
-import { ModelEndpointSchema, type ModelEndpoint } from '../../schemas/model-endpoint';
+import { embeddedModelUrl, loadEnvironment } from '../../schemas/environment.js';
+import { ModelEndpointSchema, type ModelEndpoint } from '../../schemas/model-endpoint.js';
 
 /** Model name the embedded server reports. */
 export const EMBEDDED_MODEL_NAME = 'smollm2-135m-instruct';

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors';
-import type { CallCompleter } from './model-client';
-import type { ChatResult } from './types';
+import { ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors.js';
+import type { CallCompleter } from './model-client.js';
+import type { ChatResult } from './types.js';
 
 /** Path of the gateway's one operation; the body is {@link GatewayRequest}. */
 export const GATEWAY_COMPLETE_PATH = '/v1/mockworld/complete';

@@ -2,14 +2,14 @@
  * The model layer: cached, rate-limited, retried calls to OpenAI-compatible endpoints, with
  * validated structured outputs and a usage ledger in PostgreSQL.
  */
-export { createModelClient, usageByRole, type ModelClient, type ModelClientOptions } from './model-client';
+export { createModelClient, usageByRole, type ModelClient, type ModelClientOptions } from './model-client.js';
 export {
   ModelRequestRejectedError,
   ModelRetriesExhaustedError,
   StructuredOutputRejectedError,
   type RejectionReason,
-} from './errors';
-export type { BackoffOptions } from './backoff';
+} from './errors.js';
+export type { BackoffOptions } from './backoff.js';
 export {
   cacheKey,
   canonicalJson,
@@ -17,8 +17,8 @@ export {
   requestHash,
   type CallIdentity,
   type RequestContent,
-} from './cache-key';
-export { extractJson, jsonSchemaResponseFormat } from './structured-output';
+} from './cache-key.js';
+export { extractJson, jsonSchemaResponseFormat } from './structured-output.js';
 export type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
@@ -28,4 +28,4 @@ export type {
   RoleUsage,
   StructuredResult,
   TokenUsage,
-} from './types';
+} from './types.js';

@@ -1,21 +1,21 @@
 import type pg from 'pg';
 import type { z } from 'zod';
-import { loadEnvironment } from '../../schemas/environment';
-import { getPool, retryOnConnectionError } from '../store/db';
-import type { BackoffOptions } from './backoff';
-import { cacheKey, identify } from './cache-key';
-import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store';
-import { StructuredOutputRejectedError } from './errors';
-import { gatewayCompleter } from './gateway-client';
-import { SingleFlight } from './single-flight';
+import { loadEnvironment } from '../../schemas/environment.js';
+import { getPool, retryOnConnectionError } from '../store/db.js';
+import type { BackoffOptions } from './backoff.js';
+import { cacheKey, identify } from './cache-key.js';
+import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store.js';
+import { StructuredOutputRejectedError } from './errors.js';
+import { gatewayCompleter } from './gateway-client.js';
+import { SingleFlight } from './single-flight.js';
 import {
   checkStructured,
   DEFAULT_MAX_STRUCTURED_BYTES,
   jsonSchemaResponseFormat,
   repairMessages,
-} from './structured-output';
-import type { ChatResult, ModelCall, RoleUsage, StructuredResult } from './types';
-import { chatRequestBody, completeUpstream } from './upstream';
+} from './structured-output.js';
+import type { ChatResult, ModelCall, RoleUsage, StructuredResult } from './types.js';
+import { chatRequestBody, completeUpstream } from './upstream.js';
 
 /** Options of {@link createModelClient}. */
 export interface ModelClientOptions {

@@ -1,5 +1,5 @@
-import type { ModelEndpoint } from '../../schemas/model-endpoint';
-import { normalizeBaseUrl } from './cache-key';
+import type { ModelEndpoint } from '../../schemas/model-endpoint.js';
+import { normalizeBaseUrl } from './cache-key.js';
 
 /**
  * A bucket refilled continuously at `perMinute / 60` units per second that holds at most one

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { storableJson } from '../store/storable';
-import type { RejectionReason } from './errors';
-import type { ChatCompletionMessage } from './types';
+import { storableJson } from '../store/storable.js';
+import type { RejectionReason } from './errors.js';
+import type { ChatCompletionMessage } from './types.js';
 
 /** Default cap on a structured output: larger answers are rejected before parsing (claim-check budget). */
 export const DEFAULT_MAX_STRUCTURED_BYTES = 256 * 1024;

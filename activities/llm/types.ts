@@ -3,7 +3,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint';
+import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint.js';
 
 export type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool };
 

@@ -3,12 +3,12 @@ import type {
   ChatCompletion,
   ChatCompletionCreateParamsNonStreaming,
 } from 'openai/resources/chat/completions';
-import type { ModelEndpoint } from '../../schemas/model-endpoint';
-import { backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from './backoff';
-import { normalizeBaseUrl, sha256 } from './cache-key';
-import { ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors';
-import { estimateTokens, limiterFor } from './rate-limiter';
-import type { ModelCall } from './types';
+import type { ModelEndpoint } from '../../schemas/model-endpoint.js';
+import { backoffDelayMs, retryAfterMs, sleep, type BackoffOptions } from './backoff.js';
+import { normalizeBaseUrl, sha256 } from './cache-key.js';
+import { ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors.js';
+import { estimateTokens, limiterFor } from './rate-limiter.js';
+import type { ModelCall } from './types.js';
 
 /** Sent as the key to endpoints that need none (vLLM, llama.cpp), which still expect a bearer header. */
 const NO_KEY = 'unused';

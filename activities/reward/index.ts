@@ -4,12 +4,12 @@
  * group-normalized advantages are derived as the trainer does.
  */
 import { Context } from '@temporalio/activity';
-import type { ModelClient } from '../llm';
-import { getPool } from '../store/db';
-import { judgeEpisode, type JudgeInputData, type JudgementSummary } from './judge';
+import type { ModelClient } from '../llm/index.js';
+import { getPool } from '../store/db.js';
+import { judgeEpisode, type JudgeInputData, type JudgementSummary } from './judge.js';
 
-export { DEFAULT_ADVANTAGE_EPS, groupAdvantages, type GroupAdvantages } from './advantages';
-export { EpisodeNotGradableError, UngradableRubricError } from './errors';
+export { DEFAULT_ADVANTAGE_EPS, groupAdvantages, type GroupAdvantages } from './advantages.js';
+export { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
 export {
   DEFAULT_JUDGE_SAMPLING,
   JUDGE_ROLE,
@@ -19,9 +19,9 @@ export {
   type JudgeInput,
   type JudgeInputData,
   type JudgementSummary,
-} from './judge';
-export { JUDGEMENT_SCHEMA_NAME, judgementSchema, verdictsOf, type Judgement } from './judge-schema';
-export { rubricReward, type RubricReward, type RubricVerdicts } from './reward';
+} from './judge.js';
+export { JUDGEMENT_SCHEMA_NAME, judgementSchema, verdictsOf, type Judgement } from './judge-schema.js';
+export { rubricReward, type RubricReward, type RubricVerdicts } from './reward.js';
 
 /** The reward activities, bound to one database and model client. */
 export function createRewardActivities(databaseUrl: string, models: ModelClient) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Rubric } from '../../schemas/synthesis-records';
-import type { RubricVerdicts } from './reward';
+import type { Rubric } from '../../schemas/synthesis-records.js';
+import type { RubricVerdicts } from './reward.js';
 
 /** Name of the judge's structured output (the `json_schema` name sent to the endpoint). */
 export const JUDGEMENT_SCHEMA_NAME = 'judgement';

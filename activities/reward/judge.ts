@@ -1,14 +1,14 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { ModelEndpointSchema, SamplingSchema, type Sampling } from '../../schemas/model-endpoint';
-import { RubricSchema, type Rubric } from '../../schemas/synthesis-records';
-import type { ModelClient } from '../llm';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import { renderTranscript } from '../synthesis/transcript';
-import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates';
-import { EpisodeNotGradableError, UngradableRubricError } from './errors';
-import { JUDGEMENT_SCHEMA_NAME, judgementSchema, sortedJudgement, verdictsOf } from './judge-schema';
-import { rubricReward } from './reward';
+import { ModelEndpointSchema, SamplingSchema, type Sampling } from '../../schemas/model-endpoint.js';
+import { RubricSchema, type Rubric } from '../../schemas/synthesis-records.js';
+import type { ModelClient } from '../llm/index.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import { renderTranscript } from '../synthesis/transcript.js';
+import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
+import { JUDGEMENT_SCHEMA_NAME, judgementSchema, sortedJudgement, verdictsOf } from './judge-schema.js';
+import { rubricReward } from './reward.js';
 
 /** Ledger role of the judge's calls (and the `X-Mockworld-Role` the test model server sees). */
 export const JUDGE_ROLE = 'judge';

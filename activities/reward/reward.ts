@@ -1,4 +1,4 @@
-import { UngradableRubricError } from './errors';
+import { UngradableRubricError } from './errors.js';
 
 /** The judge's per-item verdicts, one boolean per rubric item, in rubric order. */
 export interface RubricVerdicts {

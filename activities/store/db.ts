@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { loadEnvironment } from '../../schemas/environment';
+import { loadEnvironment } from '../../schemas/environment.js';
 
 /** Raised when PostgreSQL cannot be reached; says where and what to do. */
 export class DatabaseUnreachableError extends Error {

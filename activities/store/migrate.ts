@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { DatabaseUnreachableError, ensureDatabase, getPool, inTransaction } from './db';
+import { DatabaseUnreachableError, ensureDatabase, getPool, inTransaction } from './db.js';
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 /** Arbitrary constant: serializes concurrent migrators (several workers starting at once). */

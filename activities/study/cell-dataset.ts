@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import { mixSeed, seededShuffle } from '../training/sampling';
-import { nestedSubsets, subsetFor } from './analysis/budgets';
-import { streamOf, type Cell } from './grid';
-import { teacherPrompt } from './protocols/teacher-prompt';
-import { questionsOf, type StudyQuestion } from './questions';
+import { mixSeed, seededShuffle } from '../training/sampling.js';
+import { nestedSubsets, subsetFor } from './analysis/budgets.js';
+import { streamOf, type Cell } from './grid.js';
+import { teacherPrompt } from './protocols/teacher-prompt.js';
+import { questionsOf, type StudyQuestion } from './questions.js';
 
 /** One SFT example: a question and a response the protocol admits for it. */
 interface Example {

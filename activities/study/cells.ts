@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Cell } from './grid';
+import type { Cell } from './grid.js';
 
 /** A cell as recorded: finished cells carry their result, so no one trains them again. */
 export type RecordedCell =

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type pg from 'pg';
-import type { ModelEndpoint } from '../../schemas/model-endpoint';
-import { selectDiverseResponses } from './protocols/selection';
+import type { ModelEndpoint } from '../../schemas/model-endpoint.js';
+import { selectDiverseResponses } from './protocols/selection.js';
 
 export interface SelectByEmbeddingInput {
   readonly studyId: string;

@@ -1,10 +1,10 @@
 import type pg from 'pg';
-import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-endpoint';
-import type { ModelClient } from '../llm';
-import { judgeResponse } from './judge';
-import { teacherPrompt } from './protocols/teacher-prompt';
-import { questionsOf } from './questions';
-import { storableText } from '../store/storable';
+import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-endpoint.js';
+import type { ModelClient } from '../llm/index.js';
+import { judgeResponse } from './judge.js';
+import { teacherPrompt } from './protocols/teacher-prompt.js';
+import { questionsOf } from './questions.js';
+import { storableText } from '../store/storable.js';
 
 /** Ledger role of student calls during evaluation. */
 export const STUDENT_ROLE = 'student';

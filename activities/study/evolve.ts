@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import type { ModelRole } from '../../schemas/model-endpoint';
-import { StructuredOutputRejectedError } from '../llm/errors';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import type { ModelClient } from '../llm';
-import { evolInstructMessages } from './protocols/evol-prompt';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { StructuredOutputRejectedError } from '../llm/errors.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import type { ModelClient } from '../llm/index.js';
+import { evolInstructMessages } from './protocols/evol-prompt.js';
 import {
   EVOLVED_QUESTION_SCHEMA_NAME,
   EvolvedQuestionSchema,
@@ -11,8 +11,8 @@ import {
   evolvedAsStudyQuestion,
   filterBySimilarity,
   type SimilarityCandidate,
-} from './protocols/evolved-questions';
-import { questionById } from './questions';
+} from './protocols/evolved-questions.js';
+import { questionById } from './questions.js';
 
 /** Ledger role of question-evolution calls. */
 export const EVOLVER_ROLE = 'question-evolver';

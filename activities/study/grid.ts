@@ -2,7 +2,7 @@
  * The shape of a scaling study, derived from its spec alone (pure, also used by the workflow):
  * which teacher sampling streams it needs and which SFT cells it trains.
  */
-import type { Protocol, ScalingStudySpec } from '../../schemas/scaling-study-spec';
+import type { Protocol, ScalingStudySpec } from '../../schemas/scaling-study-spec.js';
 
 /** One sampling configuration of the teacher; its attempts are stored under its name. */
 export interface Stream {

@@ -3,20 +3,20 @@
  * protocol derivations, cell data sets for the trainer, mean@k evaluation, the fitted report.
  * Inputs and outputs are small JSON; questions, responses and verdicts stay in PostgreSQL.
  */
-import { heartbeatProgress } from '../heartbeat';
-import type { ModelClient } from '../llm';
-import { getPool } from '../store/db';
-import { loadPersonas } from '../synthesis/personas';
-import { buildCellDataset, type BuildCellDatasetInput } from './cell-dataset';
-import { finishedCells, recordCellTrained, startCell } from './cells';
-import { selectByEmbedding, type SelectByEmbeddingInput } from './embedding-selection';
-import { evaluateCell, type EvaluateCellInput } from './evaluate';
-import { evolveQuestion, type EvolveQuestionInput } from './evolve';
-import type { Cell } from './grid';
-import { loadQuestions } from './questions';
-import { repairQuestion, type RepairQuestionInput } from './repair';
-import { writeStudyReport } from './report';
-import { sampleQuestion, type SampleQuestionInput } from './sampling';
+import { heartbeatProgress } from '../heartbeat.js';
+import type { ModelClient } from '../llm/index.js';
+import { getPool } from '../store/db.js';
+import { loadPersonas } from '../synthesis/personas.js';
+import { buildCellDataset, type BuildCellDatasetInput } from './cell-dataset.js';
+import { finishedCells, recordCellTrained, startCell } from './cells.js';
+import { selectByEmbedding, type SelectByEmbeddingInput } from './embedding-selection.js';
+import { evaluateCell, type EvaluateCellInput } from './evaluate.js';
+import { evolveQuestion, type EvolveQuestionInput } from './evolve.js';
+import type { Cell } from './grid.js';
+import { loadQuestions } from './questions.js';
+import { repairQuestion, type RepairQuestionInput } from './repair.js';
+import { writeStudyReport } from './report.js';
+import { sampleQuestion, type SampleQuestionInput } from './sampling.js';
 
 /** Personas beyond this many are not loaded for the persona protocol. */
 const MAX_PERSONAS = 100_000;

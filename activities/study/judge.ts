@@ -1,12 +1,12 @@
-import type { ModelRole } from '../../schemas/model-endpoint';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
 import { z } from 'zod';
-import { StructuredOutputRejectedError } from '../llm/errors';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import type { ModelClient } from '../llm';
-import { exactMatch, extractFinalAnswer } from './protocols/answers';
-import { parseJudgeVerdict } from './protocols/judge-verdict';
-import { judgePrompt } from './protocols/judge-prompt';
-import type { StudyQuestion } from './questions';
+import { StructuredOutputRejectedError } from '../llm/errors.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import type { ModelClient } from '../llm/index.js';
+import { exactMatch, extractFinalAnswer } from './protocols/answers.js';
+import { parseJudgeVerdict } from './protocols/judge-verdict.js';
+import { judgePrompt } from './protocols/judge-prompt.js';
+import type { StudyQuestion } from './questions.js';
 
 /** Ledger role of correctness-judge calls. */
 export const STUDY_JUDGE_ROLE = 'study-judge';

@@ -1,11 +1,11 @@
 import type pg from 'pg';
-import type { ModelRole } from '../../schemas/model-endpoint';
-import { StructuredOutputRejectedError } from '../llm/errors';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import type { ModelClient } from '../llm';
-import { judgeResponse } from './judge';
-import { REPAIR_SCHEMA_NAME, RepairOutputSchema, composeRepairTrace, repairPrompt } from './protocols/repair';
-import { questionById } from './questions';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { StructuredOutputRejectedError } from '../llm/errors.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import type { ModelClient } from '../llm/index.js';
+import { judgeResponse } from './judge.js';
+import { REPAIR_SCHEMA_NAME, RepairOutputSchema, composeRepairTrace, repairPrompt } from './protocols/repair.js';
+import { questionById } from './questions.js';
 
 /** Ledger role of trace-repair calls. */
 export const REPAIRER_ROLE = 'trace-repairer';

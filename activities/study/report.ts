@@ -1,12 +1,12 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
-import { loadEnvironment } from '../../schemas/environment';
-import { MATCHED_BUDGETS } from './analysis/budgets';
-import { intrinsicMetrics } from './analysis/intrinsic';
-import { renderStudyReport } from './analysis/report';
-import { sweepMeanGap } from './analysis/gap';
-import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from './analysis/types';
+import { loadEnvironment } from '../../schemas/environment.js';
+import { MATCHED_BUDGETS } from './analysis/budgets.js';
+import { intrinsicMetrics } from './analysis/intrinsic.js';
+import { renderStudyReport } from './analysis/report.js';
+import { sweepMeanGap } from './analysis/gap.js';
+import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from './analysis/types.js';
 
 /** Budget whose pool the intrinsic metrics are measured on (seed 002 reports r = 8). */
 const INTRINSIC_R = 8;

@@ -1,13 +1,13 @@
 import type pg from 'pg';
-import type { ModelRole } from '../../schemas/model-endpoint';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import type { ChatCompletionMessageParam, ModelClient } from '../llm';
-import type { Stream } from './grid';
-import { judgeResponse } from './judge';
-import { choosePersona, personaSystemMessage } from './protocols/persona';
-import { teacherPrompt } from './protocols/teacher-prompt';
-import { questionById } from './questions';
-import { storableText } from '../store/storable';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import type { ChatCompletionMessageParam, ModelClient } from '../llm/index.js';
+import type { Stream } from './grid.js';
+import { judgeResponse } from './judge.js';
+import { choosePersona, personaSystemMessage } from './protocols/persona.js';
+import { teacherPrompt } from './protocols/teacher-prompt.js';
+import { questionById } from './questions.js';
+import { storableText } from '../store/storable.js';
 
 /** Ledger role of teacher calls. */
 export const TEACHER_ROLE = 'teacher';

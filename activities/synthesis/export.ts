@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
-import type { SynthesisSpec } from '../../schemas/synthesis-spec';
-import { ASK_USER_TOOL, agentSystemPrompt } from '../world';
+import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
+import { ASK_USER_TOOL, agentSystemPrompt } from '../world/index.js';
 
 /** Where an export was written and how many tasks it holds. */
 export interface ExportResult {

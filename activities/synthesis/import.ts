@@ -1,10 +1,10 @@
 import path from 'node:path';
 import type pg from 'pg';
 import { z } from 'zod';
-import { RubricSchema } from '../../schemas/synthesis-records';
-import { ASK_USER_TOOL_NAME } from '../world';
-import { taskIdOf } from './task-id';
-import { checkToolset } from './tool-validation';
+import { RubricSchema } from '../../schemas/synthesis-records.js';
+import { ASK_USER_TOOL_NAME } from '../world/index.js';
+import { taskIdOf } from './task-id.js';
+import { checkToolset } from './tool-validation.js';
 
 /** The instruction: the prompt's last user message with text (the export's prompt ends with it). */
 const instructionOf = (prompt: readonly { role: string; content?: string | null }[]) =>

@@ -1,15 +1,15 @@
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { loadEnvironment } from '../../schemas/environment';
-import type { SynthesisSpec } from '../../schemas/synthesis-spec';
-import { heartbeatProgress } from '../heartbeat';
-import type { ModelClient } from '../llm';
-import { getPool } from '../store/db';
-import { createEpisodeRunner, type EpisodeSummary } from '../world';
-import { datasetDirectoryName, exportRunDataset } from './export';
-import { loadPersonas, type LoadPersonasInput } from './personas';
-import { synthesisReport } from './report';
-import { createStageActivities } from './stages';
+import { loadEnvironment } from '../../schemas/environment.js';
+import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
+import { heartbeatProgress } from '../heartbeat.js';
+import type { ModelClient } from '../llm/index.js';
+import { getPool } from '../store/db.js';
+import { createEpisodeRunner, type EpisodeSummary } from '../world/index.js';
+import { datasetDirectoryName, exportRunDataset } from './export.js';
+import { loadPersonas, type LoadPersonasInput } from './personas.js';
+import { synthesisReport } from './report.js';
+import { createStageActivities } from './stages.js';
 
 /** Input of one teacher demonstration in the mock world. */
 export interface DemonstrationInput {

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { hasUnstorable } from '../store/storable';
+import { hasUnstorable } from '../store/storable.js';
 
 /** Longest persona accepted, in characters; longer ones are refused, never cut. */
 export const MAX_PERSONA_CHARS = 4_000;

@@ -1,19 +1,19 @@
 import type pg from 'pg';
-import type { ModelRole } from '../../schemas/model-endpoint';
-import type { RejectReason, TaskStage } from '../../schemas/synthesis-records';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { RejectReason, TaskStage } from '../../schemas/synthesis-records.js';
 import {
   FuzzyTaskSchema,
   RefinedToolsetSchema,
   RubricDraftSchema,
   ToolsetDraftSchema,
-} from '../../schemas/synthesis-records';
-import type { SynthesisSpec } from '../../schemas/synthesis-spec';
-import type { ModelClient } from '../llm';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import type { TemplateChoice } from '../templates/templates';
-import { callStage } from './teacher-call';
-import { checkToolset } from './tool-validation';
-import { renderTranscript } from './transcript';
+} from '../../schemas/synthesis-records.js';
+import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
+import type { ModelClient } from '../llm/index.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import type { TemplateChoice } from '../templates/templates.js';
+import { callStage } from './teacher-call.js';
+import { checkToolset } from './tool-validation.js';
+import { renderTranscript } from './transcript.js';
 
 /** What every stage activity gets: which task, and the spec settings it needs. */
 export interface StageInput {

@@ -1,13 +1,13 @@
 import type { z } from 'zod';
-import type { ModelRole } from '../../schemas/model-endpoint';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import { StructuredOutputRejectedError, type ModelClient } from '../llm';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
 import {
   loadTemplate,
   renderTemplate,
   type TemplateChoice,
   type TemplateStage,
-} from '../templates/templates';
+} from '../templates/templates.js';
 
 /** The system line of each synthesis role; the stage template is the user message. */
 const SYSTEM_PROMPTS = {

@@ -1,5 +1,5 @@
 import { Ajv } from 'ajv';
-import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool';
+import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool.js';
 
 /** Tool names the mock world reserves for itself. */
 export const RESERVED_TOOL_NAMES = new Set(['ask_user']);

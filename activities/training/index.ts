@@ -5,33 +5,33 @@
  * JSON; transcripts and batches stay in the database.
  */
 import { Context } from '@temporalio/activity';
-import { heartbeatProgress } from '../heartbeat';
-import type { ModelClient } from '../llm';
-import { judgeEpisode, type JudgeInputData, type JudgementSummary } from '../reward';
-import { getPool } from '../store/db';
-import { createEpisodeRunner, type EpisodeHooks } from '../world';
+import { heartbeatProgress } from '../heartbeat.js';
+import type { ModelClient } from '../llm/index.js';
+import { judgeEpisode, type JudgeInputData, type JudgementSummary } from '../reward/index.js';
+import { getPool } from '../store/db.js';
+import { createEpisodeRunner, type EpisodeHooks } from '../world/index.js';
 import {
   recordIterationMetrics,
   summarizeRollouts,
   type RecordIterationMetricsInput,
   type SummarizeRolloutsInput,
-} from './metrics';
-import { planIteration, type PlanIterationInput } from './plan';
-import { runRollout, type RolloutInput, type RolloutSummary } from './rollout';
-import { episodePrefix } from './episode-ids';
-import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch';
+} from './metrics.js';
+import { planIteration, type PlanIterationInput } from './plan.js';
+import { runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
+import { episodePrefix } from './episode-ids.js';
+import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch.js';
 
-export { episodePrefix, trainingEpisodeId, type TrainingPurpose } from './episode-ids';
-export { TrainerBatchError, TrainingPlanError } from './errors';
+export { episodePrefix, trainingEpisodeId, type TrainingPurpose } from './episode-ids.js';
+export { TrainerBatchError, TrainingPlanError } from './errors.js';
 export {
   recordIterationMetrics,
   summarizeRollouts,
   type RecordIterationMetricsInput,
   type RolloutSummaryMetrics,
   type SummarizeRolloutsInput,
-} from './metrics';
-export { planIteration, type IterationPlan, type PlanIterationInput } from './plan';
-export { POLICY_ROLE, runRollout, type RolloutInput, type RolloutSummary } from './rollout';
+} from './metrics.js';
+export { planIteration, type IterationPlan, type PlanIterationInput } from './plan.js';
+export { POLICY_ROLE, runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
 export {
   iterationSlice,
   mixSeed,
@@ -40,7 +40,7 @@ export {
   splitHeldOut,
   type HeldOutSplit,
   type IterationSlice,
-} from './sampling';
+} from './sampling.js';
 export {
   buildTrainerBatch,
   TRAINER_BATCHES_TABLE,
@@ -48,7 +48,7 @@ export {
   type PostgresBatchRef,
   type TrainerBatchItem,
   type TrainerBatchSummary,
-} from './trainer-batch';
+} from './trainer-batch.js';
 
 /** The training activities, bound to one database and model client. */
 export function createTrainingActivities(databaseUrl: string, models: ModelClient) {

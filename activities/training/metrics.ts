@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { episodePrefix, type TrainingPurpose } from './episode-ids';
-import { POLICY_ROLE } from './rollout';
+import { episodePrefix, type TrainingPurpose } from './episode-ids.js';
+import { POLICY_ROLE } from './rollout.js';
 
 /** Input of {@link recordIterationMetrics}. */
 export interface RecordIterationMetricsInput {

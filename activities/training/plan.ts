@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { TrainingPlanError } from './errors';
-import { iterationSlice, splitHeldOut } from './sampling';
+import { TrainingPlanError } from './errors.js';
+import { iterationSlice, splitHeldOut } from './sampling.js';
 
 /** Input of {@link planIteration}. */
 export interface PlanIterationInput {

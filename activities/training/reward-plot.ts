@@ -3,8 +3,8 @@
  * whole range [0, 1]; the rollouts' mean reward with ± one std error bars, and the held-out
  * evaluation's mean reward where one ran. Plain strings, no library.
  */
-import { escapeXml } from '../study/analysis/plot';
-import type { IterationMetrics } from './metrics';
+import { escapeXml } from '../study/analysis/plot.js';
+import type { IterationMetrics } from './metrics.js';
 
 const WIDTH = 640;
 const HEIGHT = 400;

@@ -1,6 +1,6 @@
-import type { GrpoSpec } from '../../schemas/grpo-spec';
-import type { EpisodeHooks, EpisodeRunner, EpisodeSummary } from '../world';
-import { trainingEpisodeId, type TrainingPurpose } from './episode-ids';
+import type { GrpoSpec } from '../../schemas/grpo-spec.js';
+import type { EpisodeHooks, EpisodeRunner, EpisodeSummary } from '../world/index.js';
+import { trainingEpisodeId, type TrainingPurpose } from './episode-ids.js';
 
 /** Ledger role of the policy's calls (`llm_calls.role`). */
 export const POLICY_ROLE = 'policy';

@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { FunctionToolSchema } from '../../schemas/function-tool';
-import { groupAdvantages } from '../reward';
-import { inTransaction } from '../store/db';
-import { ASK_USER_TOOL } from '../world';
-import { TrainerBatchError } from './errors';
+import { FunctionToolSchema } from '../../schemas/function-tool.js';
+import { groupAdvantages } from '../reward/index.js';
+import { inTransaction } from '../store/db.js';
+import { ASK_USER_TOOL } from '../world/index.js';
+import { TrainerBatchError } from './errors.js';
 
 /** Table the Python trainer reads `postgres` batch references from (workers/trainer/batches.py). */
 export const TRAINER_BATCHES_TABLE = 'trainer_batches';

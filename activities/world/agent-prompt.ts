@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderTemplate, type TemplateChoice } from '../templates/templates';
-import { ASK_USER_TOOL_NAME } from './ask-user';
+import { renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { ASK_USER_TOOL_NAME } from './ask-user.js';
 
 /** Where the shipped template versions live (beside `templates.ts`). */
 const SHIPPED_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'templates');

@@ -1,4 +1,4 @@
-import type { FunctionTool } from '../../schemas/function-tool';
+import type { FunctionTool } from '../../schemas/function-tool.js';
 
 /** Name of the built-in tool through which the agent talks to the simulated user. */
 export const ASK_USER_TOOL_NAME = 'ask_user';

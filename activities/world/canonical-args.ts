@@ -1,4 +1,4 @@
-import { canonicalJson, sha256 } from '../llm/cache-key';
+import { canonicalJson, sha256 } from '../llm/cache-key.js';
 
 /**
  * Canonical form of a tool call's arguments: JSON with keys sorted at every depth and no

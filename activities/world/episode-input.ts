@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { ModelRoleSchema } from '../../schemas/model-endpoint';
-import { TemplateOverrideStageSchema } from '../../schemas/synthesis-spec';
-import type { TemplateChoice } from '../templates/templates';
+import { ModelRoleSchema } from '../../schemas/model-endpoint.js';
+import { TemplateOverrideStageSchema } from '../../schemas/synthesis-spec.js';
+import type { TemplateChoice } from '../templates/templates.js';
 
 /** Why an episode is run: a teacher demonstration (synthesis), a GRPO rollout, or an evaluation. */
 export const EpisodePurposeSchema = z.enum(['demonstration', 'rollout', 'evaluation']);

@@ -3,11 +3,11 @@ import type {
   ChatCompletionToolMessageParam,
 } from 'openai/resources/chat/completions';
 import type pg from 'pg';
-import type { FunctionTool } from '../../schemas/function-tool';
-import { canonicalJson, type ModelClient } from '../llm';
-import { getPool } from '../store/db';
-import { agentSystemPrompt } from './agent-prompt';
-import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user';
+import type { FunctionTool } from '../../schemas/function-tool.js';
+import { canonicalJson, type ModelClient } from '../llm/index.js';
+import { getPool } from '../store/db.js';
+import { agentSystemPrompt } from './agent-prompt.js';
+import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user.js';
 import {
   EpisodeInputSchema,
   type EndReason,
@@ -15,15 +15,15 @@ import {
   type EpisodeInputData,
   type EpisodeProgress,
   type EpisodeSummary,
-} from './episode-input';
-import { checkpointEpisode, openEpisode, type EpisodeState } from './episode-store';
-import { callSettings } from './model-roles';
-import { notRunObservation } from './observations';
-import { loadTask, type WorldTask } from './task-store';
-import { resolveToolCall } from './tool-mapping';
-import { validateToolCall } from './tool-validation';
-import { assistantEntry, toolCallsOf, userDialogue, type AgentToolCall } from './transcript';
-import { answerUser } from './user-simulator';
+} from './episode-input.js';
+import { checkpointEpisode, openEpisode, type EpisodeState } from './episode-store.js';
+import { callSettings } from './model-roles.js';
+import { notRunObservation } from './observations.js';
+import { loadTask, type WorldTask } from './task-store.js';
+import { resolveToolCall } from './tool-mapping.js';
+import { validateToolCall } from './tool-validation.js';
+import { assistantEntry, toolCallsOf, userDialogue, type AgentToolCall } from './transcript.js';
+import { answerUser } from './user-simulator.js';
 
 /** What the runner needs from the worker process. */
 export interface EpisodeRunnerDependencies {

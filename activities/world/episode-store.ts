@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import type { ChatCompletionMessageParam } from '../llm';
-import type { EndReason, EpisodeInput, EpisodeProgress } from './episode-input';
-import { EpisodeCheckpointConflictError, EpisodeMismatchError } from './errors';
+import type { ChatCompletionMessageParam } from '../llm/index.js';
+import type { EndReason, EpisodeInput, EpisodeProgress } from './episode-input.js';
+import { EpisodeCheckpointConflictError, EpisodeMismatchError } from './errors.js';
 
 /** An episode's checkpoint: the transcript and its counters after the last finished turn. */
 export interface EpisodeState extends EpisodeProgress {

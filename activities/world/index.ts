@@ -10,8 +10,8 @@ export {
   type EpisodeRunner,
   type EpisodeRunnerDependencies,
   type EpisodeRunnerOptions,
-} from './episode-runner';
-export { agentSystemPrompt } from './agent-prompt';
+} from './episode-runner.js';
+export { agentSystemPrompt } from './agent-prompt.js';
 export {
   EndReasonSchema,
   EpisodeInputSchema,
@@ -23,34 +23,34 @@ export {
   type EpisodeProgress,
   type EpisodePurpose,
   type EpisodeSummary,
-} from './episode-input';
-export { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user';
-export { argsKey, canonicalArgs } from './canonical-args';
+} from './episode-input.js';
+export { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user.js';
+export { argsKey, canonicalArgs } from './canonical-args.js';
 export {
   EpisodeCheckpointConflictError,
   EpisodeMismatchError,
   TaskNotFoundError,
   TaskNotReadyError,
-} from './errors';
+} from './errors.js';
 export {
   findEntry,
   insertIfAbsent,
   recentEntries,
   type MappingEntry,
   type MappingSource,
-} from './mapping-store';
-export { TOOL_SIMULATOR_ROLE, USER_SIMULATOR_ROLE } from './model-roles';
+} from './mapping-store.js';
+export { TOOL_SIMULATOR_ROLE, USER_SIMULATOR_ROLE } from './model-roles.js';
 export {
   DEFAULT_SHOWN_ENTRIES,
   resolveToolCall,
   type ToolMappingOptions,
   type ToolResolution,
-} from './tool-mapping';
+} from './tool-mapping.js';
 export {
   validateToolCall,
   type RawToolCall,
   type ToolCallCheck,
   type ToolCallProblem,
-} from './tool-validation';
-export { answerUser, STOP_MARKER, type UserReply } from './user-simulator';
-export { userDialogue, type UserExchange } from './transcript';
+} from './tool-validation.js';
+export { answerUser, STOP_MARKER, type UserReply } from './user-simulator.js';
+export { userDialogue, type UserExchange } from './transcript.js';

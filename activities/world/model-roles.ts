@@ -1,6 +1,6 @@
-import type { ModelRole } from '../../schemas/model-endpoint';
-import { resolveEndpoint } from '../llm/default-endpoint';
-import type { ModelCall } from '../llm';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import type { ModelCall } from '../llm/index.js';
 
 /** Ledger role of the tool simulator's calls. */
 export const TOOL_SIMULATOR_ROLE = 'tool-simulator';

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool';
-import { ASK_USER_TOOL_NAME } from './ask-user';
-import { TaskNotFoundError, TaskNotReadyError } from './errors';
+import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool.js';
+import { ASK_USER_TOOL_NAME } from './ask-user.js';
+import { TaskNotFoundError, TaskNotReadyError } from './errors.js';
 
 /** What the mock world needs of a task. */
 export interface WorldTask {

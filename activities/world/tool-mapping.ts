@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import type { FunctionTool } from '../../schemas/function-tool';
-import { SingleFlight } from '../llm/single-flight';
-import { argsKey } from './canonical-args';
-import { findEntry, insertIfAbsent, recentEntries, type MappingEntry } from './mapping-store';
-import { simulateToolCall, type ToolSimulatorOptions } from './tool-simulator';
+import type { FunctionTool } from '../../schemas/function-tool.js';
+import { SingleFlight } from '../llm/single-flight.js';
+import { argsKey } from './canonical-args.js';
+import { findEntry, insertIfAbsent, recentEntries, type MappingEntry } from './mapping-store.js';
+import { simulateToolCall, type ToolSimulatorOptions } from './tool-simulator.js';
 
 /** Entries of one tool shown to the simulator by default: the newest ones. */
 export const DEFAULT_SHOWN_ENTRIES = 40;

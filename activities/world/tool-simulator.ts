@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import type { FunctionTool } from '../../schemas/function-tool';
-import type { ModelRole } from '../../schemas/model-endpoint';
-import { StructuredOutputRejectedError, type ModelClient } from '../llm';
-import { storableJson } from '../store/storable';
-import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates';
-import { canonicalArgs } from './canonical-args';
-import type { MappingEntry } from './mapping-store';
-import { callSettings, TOOL_SIMULATOR_ROLE, type CallContext } from './model-roles';
+import type { FunctionTool } from '../../schemas/function-tool.js';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
+import { storableJson } from '../store/storable.js';
+import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { canonicalArgs } from './canonical-args.js';
+import type { MappingEntry } from './mapping-store.js';
+import { callSettings, TOOL_SIMULATOR_ROLE, type CallContext } from './model-roles.js';
 
 /** Characters of an existing response shown to the simulator; it judges equivalence by arguments. */
 const SHOWN_RESPONSE_CHARS = 1_000;

@@ -1,8 +1,8 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import type { FunctionTool } from '../../schemas/function-tool';
-import { canonicalJson, sha256 } from '../llm/cache-key';
-import { storableJson } from '../store/storable';
-import { invalidJsonObservation, schemaViolationObservation, unknownToolObservation } from './observations';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { FunctionTool } from '../../schemas/function-tool.js';
+import { canonicalJson, sha256 } from '../llm/cache-key.js';
+import { storableJson } from '../store/storable.js';
+import { invalidJsonObservation, schemaViolationObservation, unknownToolObservation } from './observations.js';
 
 /** A tool call as the agent wrote it: a name and the arguments text. */
 export interface RawToolCall {

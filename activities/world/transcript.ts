@@ -4,8 +4,8 @@ import type {
   ChatCompletionMessageFunctionToolCall,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user';
-import { validateToolCall } from './tool-validation';
+import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user.js';
+import { validateToolCall } from './tool-validation.js';
 
 /** A function call of an assistant message, whatever shape the server sent it in. */
 export interface AgentToolCall {

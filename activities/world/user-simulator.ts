@@ -1,8 +1,8 @@
-import type { ModelRole } from '../../schemas/model-endpoint';
-import type { ChatCompletionMessageParam, ModelClient } from '../llm';
-import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates';
-import { callSettings, USER_SIMULATOR_ROLE, type CallContext } from './model-roles';
-import type { UserExchange } from './transcript';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { ChatCompletionMessageParam, ModelClient } from '../llm/index.js';
+import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { callSettings, USER_SIMULATOR_ROLE, type CallContext } from './model-roles.js';
+import type { UserExchange } from './transcript.js';
 
 /** What the simulated user writes to end the conversation. */
 export const STOP_MARKER = '###STOP###';

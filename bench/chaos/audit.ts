@@ -5,21 +5,21 @@
  */
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { normalizeBaseUrl } from '../../activities/llm/cache-key';
-import { datasetDirectoryName } from '../../activities/synthesis/export';
-import { trainingEpisodeId } from '../../activities/training/episode-ids';
-import { argsKey } from '../../activities/world/canonical-args';
-import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from '../../activities/world/ask-user';
-import { notRunObservation } from '../../activities/world/observations';
-import { validateToolCall } from '../../activities/world/tool-validation';
-import { canonicalJson } from '../../activities/llm/cache-key';
-import type { FunctionTool } from '../../schemas/function-tool';
-import { taskIdOf } from '../../workflows/synthesis-task';
-import { query } from '../../test/support/database';
-import { fixtureTaskId } from '../../test/support/grpo-fixture';
-import { replayRecordedSteps, type Replay } from '../../test/support/grpo-replay';
-import type { TemporalObserver } from './observe';
-import { FIXTURE_SYNTHESIS_RUN } from './workload';
+import { normalizeBaseUrl } from '../../activities/llm/cache-key.js';
+import { datasetDirectoryName } from '../../activities/synthesis/export.js';
+import { trainingEpisodeId } from '../../activities/training/episode-ids.js';
+import { argsKey } from '../../activities/world/canonical-args.js';
+import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from '../../activities/world/ask-user.js';
+import { notRunObservation } from '../../activities/world/observations.js';
+import { validateToolCall } from '../../activities/world/tool-validation.js';
+import { canonicalJson } from '../../activities/llm/cache-key.js';
+import type { FunctionTool } from '../../schemas/function-tool.js';
+import { taskIdOf } from '../../workflows/synthesis-task.js';
+import { query } from '../../test/support/database.js';
+import { fixtureTaskId } from '../../test/support/grpo-fixture.js';
+import { replayRecordedSteps, type Replay } from '../../test/support/grpo-replay.js';
+import type { TemporalObserver } from './observe.js';
+import { FIXTURE_SYNTHESIS_RUN } from './workload.js';
 
 /** A run the workload started, and how it ended. */
 export interface RunRecord {

@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { REPO_ROOT } from '../../deploy/paths';
-import { stopChild } from '../../deploy/processes';
-import { devServerArgs, waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server';
+import { nodeEntryArgs, REPO_ROOT } from '../../deploy/paths.js';
+import { stopChild } from '../../deploy/processes.js';
+import { devServerArgs, waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server.js';
 
 const run = promisify(execFile);
 
@@ -362,7 +362,7 @@ export function startModelGatewayProcess(env: Record<string, string>): {
 } {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(REPO_ROOT, 'workers', 'cli', 'main.ts'), 'gateway', '--port', '0'],
+    [...nodeEntryArgs('cli/main'), 'gateway', '--port', '0'],
     { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

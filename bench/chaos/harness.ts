@@ -22,22 +22,22 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { mulberry32 } from '../../activities/training/sampling';
-import { registerSearchAttributes } from '../../deploy/search-attributes';
-import { ensureTemporalCli } from '../../deploy/temporal-cli';
-import { startCountingProxy, type CountingProxy } from '../../test/support/counting-proxy';
-import { createTestDatabase, query, type TestDatabase } from '../../test/support/database';
-import { grpoFixtureScript, insertFixtureTasks } from '../../test/support/grpo-fixture';
+import { mulberry32 } from '../../activities/training/sampling.js';
+import { registerSearchAttributes } from '../../deploy/search-attributes.js';
+import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
+import { startCountingProxy, type CountingProxy } from '../../test/support/counting-proxy.js';
+import { createTestDatabase, query, type TestDatabase } from '../../test/support/database.js';
+import { grpoFixtureScript, insertFixtureTasks } from '../../test/support/grpo-fixture.js';
 import {
   startModelServer,
   type FaultKind,
   type ModelServer,
   type ModelServerStats,
-} from '../../test/support/model-server';
-import { freePort } from '../../test/support/ports';
-import { startPython } from '../../test/support/python-process';
-import { scriptedPersonas, synthesisScript } from '../../test/support/synthesis-script';
-import { startWorkerProcess } from '../../test/support/worker-process';
+} from '../../test/support/model-server.js';
+import { freePort } from '../../test/support/ports.js';
+import { startPython } from '../../test/support/python-process.js';
+import { scriptedPersonas, synthesisScript } from '../../test/support/synthesis-script.js';
+import { startWorkerProcess } from '../../test/support/worker-process.js';
 import {
   auditGrpo,
   auditMappings,
@@ -49,7 +49,7 @@ import {
   type ModelCallAudit,
   type RunAudit,
   type RunRecord,
-} from './audit';
+} from './audit.js';
 import {
   findCluster,
   otherPostgresUsers,
@@ -63,9 +63,9 @@ import {
   TemporalServer,
   workerIdentity,
   type ProcessLife,
-} from './components';
-import { TemporalObserver, type ActivityRetry, type PendingActivity } from './observe';
-import { FIXTURE_SYNTHESIS_RUN, grpoSpec, synthesisSpec, type WorkloadOptions } from './workload';
+} from './components.js';
+import { TemporalObserver, type ActivityRetry, type PendingActivity } from './observe.js';
+import { FIXTURE_SYNTHESIS_RUN, grpoSpec, synthesisSpec, type WorkloadOptions } from './workload.js';
 
 /** The injected faults, (a)–(d). */
 export const FAULT_KINDS = [

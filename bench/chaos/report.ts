@@ -1,5 +1,5 @@
 /** The chaos run's figures: totals for the tests and the Markdown tables bench/chaos.ts prints. */
-import { FAULT_KINDS, type ChaosFaultKind, type ChaosResult, type FaultRecord } from './harness';
+import { FAULT_KINDS, type ChaosFaultKind, type ChaosResult, type FaultRecord } from './harness.js';
 
 /** The numbers every chaos run is judged by (the CI test asserts the zero ones). */
 export interface ChaosTotals {

@@ -12,7 +12,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadEnvironment } from '../../schemas/environment';
+import { loadEnvironment } from '../../schemas/environment.js';
 
 /** The pinned embedded model: where it comes from and what its bytes must hash to. */
 export const EMBEDDED_MODEL = {

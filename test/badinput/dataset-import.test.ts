@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getPool } from '../../activities/store/db';
-import { DatasetImportError, importTasks } from '../../activities/synthesis/import';
-import { planIteration } from '../../activities/training/plan';
-import { REPO_ROOT } from '../../deploy/paths';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
+import { getPool } from '../../activities/store/db.js';
+import { DatasetImportError, importTasks } from '../../activities/synthesis/import.js';
+import { planIteration } from '../../activities/training/plan.js';
+import { REPO_ROOT } from '../../deploy/paths.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples', 'grpo', 'tasks.jsonl');
 

@@ -6,15 +6,15 @@ import {
   ModelRetriesExhaustedError,
   StructuredOutputRejectedError,
   type ModelClient,
-} from '../../activities/llm';
-import { getPool } from '../../activities/store/db';
-import { createStageActivities } from '../../activities/synthesis/stages';
-import { runEpisode, type EpisodeInputData } from '../../activities/world';
-import { ModelEndpointSchema, type ModelRole } from '../../schemas/model-endpoint';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer, type Rule, type ScriptedRequest } from '../support/model-server';
-import { HIDDEN_CONTEXT, insertTask, shown } from '../unit/world/fixtures';
-import { added, lostOrAltered, snapshot, type Snapshot } from './db-snapshot';
+} from '../../activities/llm/index.js';
+import { getPool } from '../../activities/store/db.js';
+import { createStageActivities } from '../../activities/synthesis/stages.js';
+import { runEpisode, type EpisodeInputData } from '../../activities/world/index.js';
+import { ModelEndpointSchema, type ModelRole } from '../../schemas/model-endpoint.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer, type Rule, type ScriptedRequest } from '../support/model-server.js';
+import { HIDDEN_CONTEXT, insertTask, shown } from '../unit/world/fixtures.js';
+import { added, lostOrAltered, snapshot, type Snapshot } from './db-snapshot.js';
 
 /** Text that tries to take over whoever reads it: instructions, template placeholders, chat markup. */
 const INJECTION =

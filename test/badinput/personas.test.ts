@@ -2,15 +2,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getPool } from '../../activities/store/db';
+import { getPool } from '../../activities/store/db.js';
 import {
   loadPersonas,
   MAX_PERSONA_CHARS,
   MAX_PERSONA_LINE_BYTES,
   MAX_RECORDED_REFUSALS,
-} from '../../activities/synthesis/personas';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
-import { lostOrAltered, snapshot } from './db-snapshot';
+} from '../../activities/synthesis/personas.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { lostOrAltered, snapshot } from './db-snapshot.js';
 
 const line = (value: unknown) => JSON.stringify(value);
 

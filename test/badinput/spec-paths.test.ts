@@ -5,11 +5,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { REPO_ROOT } from '../../deploy/paths';
-import { SPEC_KINDS } from '../../schemas/specs';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
-import { startTestWorker, type TestWorker } from '../support/temporal';
-import { lostOrAltered, snapshot, type Snapshot } from './db-snapshot';
+import { REPO_ROOT } from '../../deploy/paths.js';
+import { SPEC_KINDS } from '../../schemas/specs.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { startTestWorker, type TestWorker } from '../support/temporal.js';
+import { lostOrAltered, snapshot, type Snapshot } from './db-snapshot.js';
 
 const exec = promisify(execFile);
 

@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SpecValidationError, type SpecIssue } from '../../schemas/spec-error';
-import { parseSpec, SPEC_KINDS, SPEC_SCHEMAS, type SpecKind } from '../../schemas/specs';
-import { readSpecFile } from '../../workers/cli/spec-file';
+import { SpecValidationError, type SpecIssue } from '../../schemas/spec-error.js';
+import { parseSpec, SPEC_KINDS, SPEC_SCHEMAS, type SpecKind } from '../../schemas/specs.js';
+import { readSpecFile } from '../../cli/spec-file.js';
 
 /** The SpecValidationError a document gets (the test fails if it validates). */
 function rejection(document: unknown): SpecValidationError {

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS } from '../../bench/chaos/harness';
-import { markdown, totals } from '../../bench/chaos/report';
+import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS } from '../../bench/chaos/harness.js';
+import { markdown, totals } from '../../bench/chaos/report.js';
 
 /**
  * The chaos harness of bench/chaos.ts at CI size: a synthesis run and a GRPO run on a private stack

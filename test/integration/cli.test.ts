@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { runCli } from '../support/cli';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { startTestWorker, type TestWorker } from '../support/temporal';
+import { runCli } from '../support/cli.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { startTestWorker, type TestWorker } from '../support/temporal.js';
 
 describe('the mockworld CLI', () => {
   let db: TestDatabase;

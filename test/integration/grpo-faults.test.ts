@@ -6,14 +6,14 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, inject, it } from 'vitest';
-import { startCountingProxy, type CountingProxy } from '../support/counting-proxy';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
-import { fixturePolicy, fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture';
-import { replayRecordedSteps } from '../support/grpo-replay';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { startPython, type PythonProcess } from '../support/python-process';
-import { eventually } from '../support/temporal';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { startCountingProxy, type CountingProxy } from '../support/counting-proxy.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { fixturePolicy, fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture.js';
+import { replayRecordedSteps } from '../support/grpo-replay.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { startPython, type PythonProcess } from '../support/python-process.js';
+import { eventually } from '../support/temporal.js';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
 /**
  * Fault tests of GRPO training: the Python trainer worker SIGKILLed inside a trainer step, and the

@@ -4,15 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
-import { latestMetricsQuery } from '../../workflows/grpo-controls';
-import { runCli } from '../support/cli';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { startPython, type PythonProcess } from '../support/python-process';
-import { recordHistory } from '../support/histories';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
+import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls.js';
+import { latestMetricsQuery } from '../../workflows/grpo-controls.js';
+import { runCli } from '../support/cli.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { startPython, type PythonProcess } from '../support/python-process.js';
+import { recordHistory } from '../support/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 const SYNTHESIS_RUN = 'synthesis-fixture';
 const TASKS = 3; // 2 trained on, 1 held out

@@ -1,12 +1,12 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls';
-import { createRunActivities } from '../../activities/runs';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { recordHistory } from '../support/histories';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
+import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls.js';
+import { createRunActivities } from '../../activities/runs.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { recordHistory } from '../support/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 describe('a workflow started through the plugin', () => {
   let db: TestDatabase;

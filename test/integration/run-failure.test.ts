@@ -3,10 +3,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../activities';
-import { MockworldState } from '../../workflows/search-attributes';
-import { MOCKWORLD_WORKFLOWS_PATH } from '../../workers/plugin';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
+import { createActivities } from '../../activities/index.js';
+import { MockworldState } from '../../workflows/search-attributes.js';
+import { MOCKWORLD_WORKFLOWS_PATH } from '../../workers/plugin.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
 
 /** A valid study spec; its questions are never read (preparing the study fails first). */
 const STUDY_SPEC = {

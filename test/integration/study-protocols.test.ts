@@ -10,14 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createModelClient, type ModelClient } from '../../activities/llm';
-import { getPool } from '../../activities/store/db';
-import { nestedSubsets } from '../../activities/study/analysis/budgets';
-import { cosineDistance } from '../../activities/study/protocols/selection';
-import { buildCellDataset } from '../../activities/study/cell-dataset';
-import { startCell } from '../../activities/study/cells';
-import { selectByEmbedding } from '../../activities/study/embedding-selection';
-import { evolveQuestion } from '../../activities/study/evolve';
+import { createModelClient, type ModelClient } from '../../activities/llm/index.js';
+import { getPool } from '../../activities/store/db.js';
+import { nestedSubsets } from '../../activities/study/analysis/budgets.js';
+import { cosineDistance } from '../../activities/study/protocols/selection.js';
+import { buildCellDataset } from '../../activities/study/cell-dataset.js';
+import { startCell } from '../../activities/study/cells.js';
+import { selectByEmbedding } from '../../activities/study/embedding-selection.js';
+import { evolveQuestion } from '../../activities/study/evolve.js';
 import {
   acceptedTarget,
   cellId,
@@ -25,20 +25,20 @@ import {
   studyStreams,
   type Cell,
   type Stream,
-} from '../../activities/study/grid';
-import { createStudyActivities } from '../../activities/study/index';
-import { CHECK_OPENING, FIX_OPENING } from '../../activities/study/protocols/repair';
-import { personaSystemMessage } from '../../activities/study/protocols/persona';
-import { teacherPrompt } from '../../activities/study/protocols/teacher-prompt';
-import { questionsOf } from '../../activities/study/questions';
-import { repairQuestion } from '../../activities/study/repair';
-import { studyDirectory, writeStudyReport } from '../../activities/study/report';
-import { sampleQuestion } from '../../activities/study/sampling';
-import { ModelEndpointSchema } from '../../schemas/model-endpoint';
-import type { Protocol } from '../../schemas/scaling-study-spec';
-import { ScalingStudySpecSchema, type ScalingStudySpec } from '../../schemas/scaling-study-spec';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server';
+} from '../../activities/study/grid.js';
+import { createStudyActivities } from '../../activities/study/index.js';
+import { CHECK_OPENING, FIX_OPENING } from '../../activities/study/protocols/repair.js';
+import { personaSystemMessage } from '../../activities/study/protocols/persona.js';
+import { teacherPrompt } from '../../activities/study/protocols/teacher-prompt.js';
+import { questionsOf } from '../../activities/study/questions.js';
+import { repairQuestion } from '../../activities/study/repair.js';
+import { studyDirectory, writeStudyReport } from '../../activities/study/report.js';
+import { sampleQuestion } from '../../activities/study/sampling.js';
+import { ModelEndpointSchema } from '../../schemas/model-endpoint.js';
+import type { Protocol } from '../../schemas/scaling-study-spec.js';
+import { ScalingStudySpecSchema, type ScalingStudySpec } from '../../schemas/scaling-study-spec.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server.js';
 
 interface Seed {
   readonly id: string;

@@ -5,12 +5,12 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { statusQuery } from '../../workflows/controls';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script';
-import { eventually } from '../support/temporal';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { statusQuery } from '../../workflows/controls.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script.js';
+import { eventually } from '../support/temporal.js';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
 const TASKS = 20;
 /** Finished-task counts at which the worker is killed. */

@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls';
-import { stageQuery, taskStageQuery } from '../../workflows/synthesis-controls';
-import { TaskStageSchema } from '../../schemas/synthesis-records';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script';
-import { recordHistory } from '../support/histories';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
+import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls.js';
+import { stageQuery, taskStageQuery } from '../../workflows/synthesis-controls.js';
+import { TaskStageSchema } from '../../schemas/synthesis-records.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script.js';
+import { recordHistory } from '../support/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 const TASKS = 20;
 const expectedKept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter(

@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { registerSearchAttributes } from '../../deploy/search-attributes';
-import { startDevServer, type DevServer, type DevServerOptions } from '../../deploy/temporal-dev-server';
-import { statusQuery } from '../../workflows/controls';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer } from '../support/model-server';
-import { freePort } from '../support/ports';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal';
+import { registerSearchAttributes } from '../../deploy/search-attributes.js';
+import { startDevServer, type DevServer, type DevServerOptions } from '../../deploy/temporal-dev-server.js';
+import { statusQuery } from '../../workflows/controls.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { freePort } from '../support/ports.js';
+import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 describe('the Temporal server restarted mid-run', () => {
   let dir: string;

@@ -6,9 +6,9 @@ import type { Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { REPO_ROOT } from '../../deploy/paths';
-import { loadEnvironment } from '../../schemas/environment';
-import { startCodecServer, type CodecServer } from '../../workers/codec/codec-server';
+import { REPO_ROOT } from '../../deploy/paths.js';
+import { loadEnvironment } from '../../schemas/environment.js';
+import { startCodecServer, type CodecServer } from '../../services/codec/codec-server.js';
 import {
   AesGcmPayloadCodec,
   ENCRYPTED_ENCODING,
@@ -17,11 +17,11 @@ import {
   PayloadDecryptionError,
   payloadCodecFromEnvironment,
   withPayloadCodec,
-} from '../../workers/codec/payload-codec';
-import { connectClient } from '../../workers/cli/temporal-client';
-import { MockworldPlugin } from '../../workers/plugin';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { startModelServer, type ModelServer } from '../support/model-server';
+} from '../../services/codec/payload-codec.js';
+import { connectClient } from '../../cli/temporal-client.js';
+import { MockworldPlugin } from '../../workers/plugin.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
 
 const newKey = () => randomBytes(32);
 const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));

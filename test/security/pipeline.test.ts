@@ -6,18 +6,18 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { canonicalJson, createModelClient } from '../../activities/llm';
-import { getPool } from '../../activities/store/db';
-import { judgeEpisode } from '../../activities/reward';
-import { createTestDatabase, query, type TestDatabase } from '../support/database';
+import { canonicalJson, createModelClient } from '../../activities/llm/index.js';
+import { getPool } from '../../activities/store/db.js';
+import { judgeEpisode } from '../../activities/reward/index.js';
+import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
 import {
   startModelServer,
   type ModelServer,
   type Reply,
   type ScriptedRequest,
-} from '../support/model-server';
-import { startTestWorker, type TestWorker } from '../support/temporal';
-import { tableNames } from '../badinput/db-snapshot';
+} from '../support/model-server.js';
+import { startTestWorker, type TestWorker } from '../support/temporal.js';
+import { tableNames } from '../badinput/db-snapshot.js';
 
 /**
  * One small pipeline run, used twice: (a) an API key that lives only in the workers' environment

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../deploy/paths';
+import { REPO_ROOT } from '../../deploy/paths.js';
 
 /**
  * A static check that SQL in activities/ is parameterized: every `${...}` spliced into an SQL

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canonicalHash } from './model-server';
+import { canonicalHash } from './model-server.js';
 
 /**
  * A transparent HTTP proxy in front of a real model endpoint (e.g. the Python policy server) that

@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { Connection } from '@temporalio/client';
-import { registerSearchAttributes } from '../../deploy/search-attributes';
-import { ensureTemporalCli } from '../../deploy/temporal-cli';
-import { startDevServer } from '../../deploy/temporal-dev-server';
-import { freePort } from './ports';
+import { registerSearchAttributes } from '../../deploy/search-attributes.js';
+import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
+import { startDevServer } from '../../deploy/temporal-dev-server.js';
+import { freePort } from './ports.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

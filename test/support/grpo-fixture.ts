@@ -4,8 +4,8 @@
  * them, and the tiny policy. It lives in one place so that the tests and the chaos benchmark
  * exercise the same tasks, rubric and rewards.
  */
-import { query } from './database';
-import type { Script, ScriptedRequest } from './model-server';
+import { query } from './database.js';
+import type { Script, ScriptedRequest } from './model-server.js';
 
 /** The task id of fixture task `idx` of `synthesisRunId`, in the form synthesis gives its tasks. */
 export function fixtureTaskId(synthesisRunId: string, idx: number): string {

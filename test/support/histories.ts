@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
-import { REPO_ROOT } from '../../deploy/paths';
+import { REPO_ROOT } from '../../deploy/paths.js';
 
 const exec = promisify(execFile);
 

@@ -1,4 +1,4 @@
-import type { Reply, ScriptedRequest } from './model-server';
+import type { Reply, ScriptedRequest } from './model-server.js';
 
 /**
  * A scripted model world for synthesis tests: every role answers deterministically from the task

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT } from '../../deploy/paths';
+import { nodeEntryArgs, REPO_ROOT } from '../../deploy/paths.js';
 
 /** A CPU worker in its own OS process, so a test can SIGKILL it like a failing node. */
 export interface WorkerProcess {
@@ -13,7 +13,7 @@ export interface WorkerProcess {
 export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(REPO_ROOT, 'workers', 'cpu-worker.ts')],
+    nodeEntryArgs('workers/cpu-worker'),
     {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },

@@ -1,6 +1,6 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { firstHeartbeatDelayMs, heartbeatProgress, withLivenessHeartbeats } from '../../activities/heartbeat';
+import { firstHeartbeatDelayMs, heartbeatProgress, withLivenessHeartbeats } from '../../activities/heartbeat.js';
 
 /** A gate the test opens to let the activity go on. */
 function gate() {

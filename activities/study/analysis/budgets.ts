@@ -8,8 +8,8 @@
  *   quarter and a half of it, and matched-budget buckets B ≡ q·r ∈ {4, 8, 16, 32}, where bucket B
  *   collects (q = 4, r = B/4), (q = 2, r = B/2) and (q = 1, r = B).
  */
-import { AnalysisInputError } from './errors';
-import { fmix32 } from '../../training/sampling';
+import { AnalysisInputError } from './errors.js';
+import { fmix32 } from '../../training/sampling.js';
 
 /** The RS response budgets r of the seed's sweep (§4). */
 export const RESPONSE_BUDGETS = [1, 2, 4, 8, 16, 32] as const;

@@ -8,9 +8,9 @@
  *
  * The error of each is |P_obs(32) − P_pred(32)| in percentage points: seed eq. 4 with 𝓡 = {32}.
  */
-import { AnalysisInputError } from './errors';
-import { fitScalingLaw, predictScalingLaw, type FitOptions, type ScalingLawParams } from './fit';
-import { checkPoints, mean, meanCurve, type CurvePoint } from './stats';
+import { AnalysisInputError } from './errors.js';
+import { fitScalingLaw, predictScalingLaw, type FitOptions, type ScalingLawParams } from './fit.js';
+import { checkPoints, mean, meanCurve, type CurvePoint } from './stats.js';
 
 /** The seed's held-out protocol: train on r ≤ 16, forecast r = 32. */
 export const DEFAULT_FORECAST = { trainMaxR: 16, targetR: 32 } as const;

@@ -23,8 +23,8 @@ export {
   type NestedSubsets,
   type PoolQuarters,
   type TrainingPrefix,
-} from './budgets';
-export { AnalysisInputError } from './errors';
+} from './budgets.js';
+export { AnalysisInputError } from './errors.js';
 export {
   carryForecast,
   DEFAULT_FORECAST,
@@ -35,7 +35,7 @@ export {
   type ForecastOptions,
   type HeldOutForecast,
   type PooledForecastMae,
-} from './extrapolate';
+} from './extrapolate.js';
 export {
   DEFAULT_ALPHA_GRID_SIZE,
   DEFAULT_ALPHA_SEARCH_MAX,
@@ -47,8 +47,8 @@ export {
   type FittedPoint,
   type ScalingLawFit,
   type ScalingLawParams,
-} from './fit';
-export { aggregateGap, sweepMeanGap, type SweepGap } from './gap';
+} from './fit.js';
+export { aggregateGap, sweepMeanGap, type SweepGap } from './gap.js';
 export {
   correctnessNoise,
   intrinsicMetrics,
@@ -61,8 +61,8 @@ export {
   type IntrinsicMetrics,
   type PoolDiversity,
   type RewriteShare,
-} from './intrinsic';
-export { escapeXml, renderCurveSvg, type CurvePlotInput } from './plot';
+} from './intrinsic.js';
+export { escapeXml, renderCurveSvg, type CurvePlotInput } from './plot.js';
 export {
   analyzeStudy,
   renderStudyReport,
@@ -70,8 +70,8 @@ export {
   type ProtocolAnalysis,
   type ReportFigure,
   type StudyReport,
-} from './report';
-export { mean, meanCurve, sampleStd, summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats';
+} from './report.js';
+export { mean, meanCurve, sampleStd, summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats.js';
 export {
   IntrinsicSummarySchema,
   MatchedBudgetSampleSchema,
@@ -86,4 +86,4 @@ export {
   type ScoreSample,
   type StudyReportData,
   type StudyReportInput,
-} from './types';
+} from './types.js';

@@ -4,8 +4,8 @@
  * optionally the held-out fit (r ≤ trainMaxR) extended to the target budget. Plain strings, no
  * library; every text is XML-escaped.
  */
-import { predictScalingLaw, type ScalingLawParams } from './fit';
-import type { BudgetSummary } from './stats';
+import { predictScalingLaw, type ScalingLawParams } from './fit.js';
+import type { BudgetSummary } from './stats.js';
 
 /** What one curve's figure shows. Scores are fractions; the figure shows percent. */
 export interface CurvePlotInput {

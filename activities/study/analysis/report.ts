@@ -6,20 +6,20 @@
  * metrics of its pool (§7.1) and its sweep-mean gap to RS (App. 11.4); optionally the
  * matched-budget grid (§6.1).
  */
-import { bucketCells, MATCHED_BUDGETS } from './budgets';
-import { AnalysisInputError } from './errors';
-import { heldOutForecast, pooledForecastMae, type HeldOutForecast } from './extrapolate';
-import { fitScalingLaw, type ScalingLawFit } from './fit';
-import { aggregateGap, sweepMeanGap, type SweepGap } from './gap';
-import { renderCurveSvg } from './plot';
-import { summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats';
+import { bucketCells, MATCHED_BUDGETS } from './budgets.js';
+import { AnalysisInputError } from './errors.js';
+import { heldOutForecast, pooledForecastMae, type HeldOutForecast } from './extrapolate.js';
+import { fitScalingLaw, type ScalingLawFit } from './fit.js';
+import { aggregateGap, sweepMeanGap, type SweepGap } from './gap.js';
+import { renderCurveSvg } from './plot.js';
+import { summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats.js';
 import {
   StudyReportInputSchema,
   type IntrinsicSummary,
   type MatchedBudgetSample,
   type StudyReportData,
   type StudyReportInput,
-} from './types';
+} from './types.js';
 
 /** A result, or why it could not be computed for this curve (e.g. too few budgets). */
 export type Outcome<T> =

@@ -4,7 +4,7 @@
  * {@link StudyReportInputSchema} at the boundary and trusts it inside.
  */
 import { z } from 'zod';
-import { MATCHED_BUDGETS } from './budgets';
+import { MATCHED_BUDGETS } from './budgets.js';
 
 /** A score is a fraction in [0, 1] (mean@8: mean fraction correct over 8 samples per question). */
 const Fraction = z.number().min(0).max(1);

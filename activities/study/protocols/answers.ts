@@ -5,12 +5,12 @@
  * response correct; everything it cannot decide (expressions, units, text, hedged or missing
  * answers, roundings) is `undecided`, and the caller asks the judge.
  */
-import { compactAnswer, stripMathMarkup } from './math-text';
-import { compareNumeric, parseNumericAnswer, type FastVerdict } from './numeric-answer';
-import { letterIndex, optionsOf, type StudyQuestion } from './question-format';
+import { compactAnswer, stripMathMarkup } from './math-text.js';
+import { compareNumeric, parseNumericAnswer, type FastVerdict } from './numeric-answer.js';
+import { letterIndex, optionsOf, type StudyQuestion } from './question-format.js';
 
-export type { FastVerdict } from './numeric-answer';
-export { parseJudgeVerdict } from './judge-verdict';
+export type { FastVerdict } from './numeric-answer.js';
+export { parseJudgeVerdict } from './judge-verdict.js';
 
 /** Where a final answer was found. */
 export type AnswerSource = 'boxed' | 'answer_line' | 'lone_letter';

@@ -4,11 +4,11 @@
  * subfield and difficulty, answered as JSON ({@link EvolvedQuestionSchema}). Both messages live in
  * the one `evolInstruct` template, under a `System:` and a `User:` line as in the seed.
  */
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates';
-import { ProtocolInputError } from './errors';
-import { goldTarget } from './judge-prompt';
-import { formatQuestion, optionsOf, type StudyQuestion } from './question-format';
-import { requireStage, SHIPPED_TEMPLATES, type PromptMessage } from './stage-template';
+import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import { ProtocolInputError } from './errors.js';
+import { goldTarget } from './judge-prompt.js';
+import { formatQuestion, optionsOf, type StudyQuestion } from './question-format.js';
+import { requireStage, SHIPPED_TEMPLATES, type PromptMessage } from './stage-template.js';
 
 /**
  * Options asked for when the seed question is free-answer. The seed's prompt only writes

@@ -5,12 +5,12 @@
  * to an evolved question already kept. Each rejection carries a reason to record.
  */
 import { z } from 'zod';
-import { compactAnswer } from './math-text';
-import { compareNumeric, parseNumericAnswer } from './numeric-answer';
-import { requestedOptionCount } from './evol-prompt';
-import { letterIndex, optionsOf, type StudyQuestion } from './question-format';
-import { jaccardSimilarity, tokenSet } from './text-similarity';
-import { ProtocolInputError } from './errors';
+import { compactAnswer } from './math-text.js';
+import { compareNumeric, parseNumericAnswer } from './numeric-answer.js';
+import { requestedOptionCount } from './evol-prompt.js';
+import { letterIndex, optionsOf, type StudyQuestion } from './question-format.js';
+import { jaccardSimilarity, tokenSet } from './text-similarity.js';
+import { ProtocolInputError } from './errors.js';
 
 /** Name of the evolved question's structured output (the `json_schema` name sent to the endpoint). */
 export const EVOLVED_QUESTION_SCHEMA_NAME = 'evolved_question';

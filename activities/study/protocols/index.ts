@@ -12,8 +12,8 @@ export {
   resolveOption,
   type AnswerSource,
   type ExtractedAnswer,
-} from './answers';
-export { ProtocolInputError } from './errors';
+} from './answers.js';
+export { ProtocolInputError } from './errors.js';
 export {
   buildEvolInstructMessages,
   evolInstructMessages,
@@ -21,7 +21,7 @@ export {
   FREE_ANSWER_OPTION_COUNT,
   requestedOptionCount,
   type EvolSeed,
-} from './evol-prompt';
+} from './evol-prompt.js';
 export {
   checkEvolvedFormat,
   DEFAULT_SIMILARITY_THRESHOLD,
@@ -37,8 +37,8 @@ export {
   type SimilarityCandidate,
   type SimilarityDecision,
   type SimilarityRejection,
-} from './evolved-questions';
-export { buildJudgePrompt, goldTarget, judgePrompt, type JudgePromptInput } from './judge-prompt';
+} from './evolved-questions.js';
+export { buildJudgePrompt, goldTarget, judgePrompt, type JudgePromptInput } from './judge-prompt.js';
 export {
   compareNumeric,
   FastVerdictSchema,
@@ -47,8 +47,8 @@ export {
   RELATIVE_TOLERANCE,
   type FastVerdict,
   type NumericAnswer,
-} from './numeric-answer';
-export { choosePersona, choosePersonaIndex, personaMessages, personaSystemMessage } from './persona';
+} from './numeric-answer.js';
+export { choosePersona, choosePersonaIndex, personaMessages, personaSystemMessage } from './persona.js';
 export {
   formatQuestion,
   letterIndex,
@@ -56,7 +56,7 @@ export {
   optionLetter,
   optionsOf,
   type StudyQuestion,
-} from './question-format';
+} from './question-format.js';
 export {
   buildRepairPrompt,
   CHECK_OPENING,
@@ -69,8 +69,8 @@ export {
   type RepairOutput,
   type RepairPromptInput,
   type RepairVariant,
-} from './repair';
-export { cosineDistance, selectDiverseResponses } from './selection';
-export { requireStage, SHIPPED_TEMPLATES, type PromptMessage } from './stage-template';
-export { buildTeacherPrompt, teacherPrompt } from './teacher-prompt';
-export { jaccardDistance, jaccardSimilarity, tokenSet } from './text-similarity';
+} from './repair.js';
+export { cosineDistance, selectDiverseResponses } from './selection.js';
+export { requireStage, SHIPPED_TEMPLATES, type PromptMessage } from './stage-template.js';
+export { buildTeacherPrompt, teacherPrompt } from './teacher-prompt.js';
+export { jaccardDistance, jaccardSimilarity, tokenSet } from './text-similarity.js';

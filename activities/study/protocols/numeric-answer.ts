@@ -6,7 +6,7 @@
  * value is left `undecided` for the LLM judge.
  */
 import { z } from 'zod';
-import { stripMathMarkup, THIN_SPACE } from './math-text';
+import { stripMathMarkup, THIN_SPACE } from './math-text.js';
 
 /**
  * Relative tolerance of numeric equality: |a − b| ≤ 1e-9 · max(|a|, |b|). It absorbs

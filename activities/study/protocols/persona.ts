@@ -5,8 +5,8 @@
  * (and hits the model cache).
  */
 import { createHash } from 'node:crypto';
-import { ProtocolInputError } from './errors';
-import type { PromptMessage } from './stage-template';
+import { ProtocolInputError } from './errors.js';
+import type { PromptMessage } from './stage-template.js';
 
 /**
  * The index of the persona of one teacher generation, uniform over `count` personas and

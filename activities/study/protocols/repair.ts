@@ -6,10 +6,10 @@
  * (fast path, then judge) before it enters a pool.
  */
 import { z } from 'zod';
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates';
-import { goldTarget } from './judge-prompt';
-import { formatQuestion, type StudyQuestion } from './question-format';
-import { requireStage, SHIPPED_TEMPLATES } from './stage-template';
+import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import { goldTarget } from './judge-prompt.js';
+import { formatQuestion, type StudyQuestion } from './question-format.js';
+import { requireStage, SHIPPED_TEMPLATES } from './stage-template.js';
 
 /** Name of the repair's structured output (the `json_schema` name sent to the endpoint). */
 export const REPAIR_SCHEMA_NAME = 'trace_repair';

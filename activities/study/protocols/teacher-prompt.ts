@@ -4,9 +4,9 @@
  * The same prompt is the user turn of the SFT example built from an accepted response, and the
  * student's prompt at evaluation.
  */
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates';
-import { formatQuestion, type StudyQuestion } from './question-format';
-import { requireStage, SHIPPED_TEMPLATES } from './stage-template';
+import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import { formatQuestion, type StudyQuestion } from './question-format.js';
+import { requireStage, SHIPPED_TEMPLATES } from './stage-template.js';
 
 /** Fills the `studyTeacher` template with the formatted question (pure). */
 export function buildTeacherPrompt(template: Template, question: StudyQuestion): string {

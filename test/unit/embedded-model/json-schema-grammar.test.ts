@@ -1,9 +1,9 @@
 import { getLlama, LlamaLogLevel, type GbnfJsonSchema, type Llama } from 'node-llama-cpp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { planChat, toAnswer } from '../../../workers/embedded-model/chat-prompt';
-import { toGbnfJsonSchema, withDefs } from '../../../workers/embedded-model/json-schema-grammar';
-import { ChatCompletionRequestSchema } from '../../../workers/embedded-model/openai-schemas';
+import { planChat, toAnswer } from '../../../services/embedded-model/chat-prompt.js';
+import { toGbnfJsonSchema, withDefs } from '../../../services/embedded-model/json-schema-grammar.js';
+import { ChatCompletionRequestSchema } from '../../../services/embedded-model/openai-schemas.js';
 
 /** Compiles a translated schema and returns a checker that says whether a JSON text matches the grammar. */
 async function compile(llama: Llama, schema: unknown) {

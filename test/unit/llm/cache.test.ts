@@ -1,14 +1,14 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { storeCall } from '../../../activities/llm/call-store';
-import { cacheKey, identify } from '../../../activities/llm/cache-key';
-import { createModelClient, type ModelCall, type ModelClient } from '../../../activities/llm';
-import { getPool } from '../../../activities/store/db';
-import { SamplingSchema } from '../../../schemas/model-endpoint';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
-import { callRows, endpointOf, query, sampling, teacherCall } from './fixtures';
+import { storeCall } from '../../../activities/llm/call-store.js';
+import { cacheKey, identify } from '../../../activities/llm/cache-key.js';
+import { createModelClient, type ModelCall, type ModelClient } from '../../../activities/llm/index.js';
+import { getPool } from '../../../activities/store/db.js';
+import { SamplingSchema } from '../../../schemas/model-endpoint.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { callRows, endpointOf, query, sampling, teacherCall } from './fixtures.js';
 
 describe('the model response cache and usage ledger', () => {
   let db: TestDatabase;

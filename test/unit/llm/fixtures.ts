@@ -3,10 +3,10 @@ import {
   SamplingSchema,
   type ModelEndpoint,
   type ModelEndpointInput,
-} from '../../../schemas/model-endpoint';
-import type { ModelCall } from '../../../activities/llm';
-import type { ModelServer } from '../../support/model-server';
-import { query } from '../../support/database';
+} from '../../../schemas/model-endpoint.js';
+import type { ModelCall } from '../../../activities/llm/index.js';
+import type { ModelServer } from '../../support/model-server.js';
+import { query } from '../../support/database.js';
 
 /**
  * An endpoint on the test server. Give each test its own `model` name: limiters and cache keys

@@ -8,12 +8,12 @@ import {
   ModelRetriesExhaustedError,
   type ModelCall,
   type ModelClient,
-} from '../../../activities/llm';
-import { GATEWAY_COMPLETE_PATH } from '../../../activities/llm/gateway-client';
-import { startModelGateway, type ModelGateway } from '../../../workers/gateway/model-gateway';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
-import { endpointOf, query, teacherCall } from './fixtures';
+} from '../../../activities/llm/index.js';
+import { GATEWAY_COMPLETE_PATH } from '../../../activities/llm/gateway-client.js';
+import { startModelGateway, type ModelGateway } from '../../../services/gateway/model-gateway.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { endpointOf, query, teacherCall } from './fixtures.js';
 
 const LLM_INDEX = new URL('../../../activities/llm/index.ts', import.meta.url).pathname;
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModelClient, type ModelClient } from '../../../activities/llm';
-import type { ModelEndpointInput } from '../../../schemas/model-endpoint';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
-import { endpointOf, sampling, system } from './fixtures';
+import { createModelClient, type ModelClient } from '../../../activities/llm/index.js';
+import type { ModelEndpointInput } from '../../../schemas/model-endpoint.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { endpointOf, sampling, system } from './fixtures.js';
 
 /** Most arrivals in any window of `windowMs`, from sorted arrival times. */
 function busiestWindow(times: number[], windowMs: number, weights: number[] = times.map(() => 1)): number {

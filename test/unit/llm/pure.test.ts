@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { describe, expect, it, vi } from 'vitest';
-import { backoffDelayMs, retryAfterMs } from '../../../activities/llm/backoff';
-import { cacheKey, canonicalJson, identify } from '../../../activities/llm/cache-key';
-import { TokenBucket } from '../../../activities/llm/rate-limiter';
+import { backoffDelayMs, retryAfterMs } from '../../../activities/llm/backoff.js';
+import { cacheKey, canonicalJson, identify } from '../../../activities/llm/cache-key.js';
+import { TokenBucket } from '../../../activities/llm/rate-limiter.js';
 import {
   checkStructured,
   extractJson,
   jsonSchemaResponseFormat,
-} from '../../../activities/llm/structured-output';
-import { sampling } from './fixtures';
+} from '../../../activities/llm/structured-output.js';
+import { sampling } from './fixtures.js';
 
 describe('retry timing', () => {
   it('reads Retry-After as seconds, as an HTTP date, and retry-after-ms before either', () => {

@@ -4,10 +4,10 @@ import {
   ModelRequestRejectedError,
   ModelRetriesExhaustedError,
   type ModelClient,
-} from '../../../activities/llm';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
-import { callRows, endpointOf, query, sampling, system } from './fixtures';
+} from '../../../activities/llm/index.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { callRows, endpointOf, query, sampling, system } from './fixtures.js';
 
 describe('model calls under upstream faults', () => {
   let db: TestDatabase;

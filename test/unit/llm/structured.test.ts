@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModelClient, StructuredOutputRejectedError, type ModelClient } from '../../../activities/llm';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
-import { endpointOf, query, sampling, system } from './fixtures';
+import { createModelClient, StructuredOutputRejectedError, type ModelClient } from '../../../activities/llm/index.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { endpointOf, query, sampling, system } from './fixtures.js';
 
 const Rubric = z.object({
   subGoals: z.array(z.string()).min(1),

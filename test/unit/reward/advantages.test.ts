@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groupAdvantages } from '../../../activities/reward';
+import { groupAdvantages } from '../../../activities/reward/index.js';
 
 describe('group-normalized advantages', () => {
   it('uses the sample (n − 1) standard deviation of each group, like the Python trainer', () => {

@@ -4,17 +4,17 @@ import {
   ModelRetriesExhaustedError,
   StructuredOutputRejectedError,
   type ModelClient,
-} from '../../../activities/llm';
+} from '../../../activities/llm/index.js';
 import {
   EpisodeNotGradableError,
   judgeEpisode,
   UngradableRubricError,
   type JudgeInputData,
-} from '../../../activities/reward';
-import { getPool } from '../../../activities/store/db';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer, type Rule } from '../../support/model-server';
-import { insertJudgeable, isRepair, judgeInput, promptOf, query, RUBRIC, verdicts } from './fixtures';
+} from '../../../activities/reward/index.js';
+import { getPool } from '../../../activities/store/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer, type Rule } from '../../support/model-server.js';
+import { insertJudgeable, isRepair, judgeInput, promptOf, query, RUBRIC, verdicts } from './fixtures.js';
 
 interface JudgementRow {
   task_id: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rubricReward, UngradableRubricError } from '../../../activities/reward';
+import { rubricReward, UngradableRubricError } from '../../../activities/reward/index.js';
 
 describe('the rubric reward (seed eq. 5)', () => {
   it('is 0 when any forbidden behaviour is violated, whatever else was achieved', () => {

@@ -3,7 +3,7 @@ import {
   exactMatch,
   extractFinalAnswer,
   type FastVerdict,
-} from '../../../activities/study/protocols/answers';
+} from '../../../activities/study/protocols/answers.js';
 
 const MC = ['1/2', '1/3', '2/3', '3/4'];
 

@@ -11,7 +11,7 @@ import {
   type SimilarityCandidate,
   type SimilarityDecision,
   type StudyQuestion,
-} from '../../../activities/study/protocols';
+} from '../../../activities/study/protocols/index.js';
 
 const SEED_MC = { question: 'What is 1/6 + 1/6?', options: ['1/2', '1/3', '2/3', '3/4'] };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseJudgeVerdict } from '../../../activities/study/protocols/answers';
+import { parseJudgeVerdict } from '../../../activities/study/protocols/answers.js';
 
 describe('judge verdict parser', () => {
   it.each([

@@ -12,8 +12,8 @@ import {
   repairPrompt,
   teacherPrompt,
   type EvolSeed,
-} from '../../../activities/study/protocols';
-import { loadTemplate, type Template, type TemplateChoice } from '../../../activities/templates/templates';
+} from '../../../activities/study/protocols/index.js';
+import { loadTemplate, type Template, type TemplateChoice } from '../../../activities/templates/templates.js';
 
 const V1: TemplateChoice = { version: 'v1', overrides: {} };
 const MC = { question: 'What is 1/6 + 1/6?', options: ['1/2', '1/3', '2/3', '3/4'] };

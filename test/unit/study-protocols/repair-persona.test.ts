@@ -10,7 +10,7 @@ import {
   personaSystemMessage,
   ProtocolInputError,
   RepairOutputSchema,
-} from '../../../activities/study/protocols';
+} from '../../../activities/study/protocols/index.js';
 
 describe('trace repair', () => {
   const wrong = '1/6 + 1/6 = 2/12 = 1/6, so \\boxed{A}.';

@@ -3,7 +3,7 @@ import {
   cosineDistance,
   ProtocolInputError,
   selectDiverseResponses,
-} from '../../../activities/study/protocols';
+} from '../../../activities/study/protocols/index.js';
 
 describe('cosine distance', () => {
   it('is 0 for the same direction, 1 for orthogonal and 2 for opposite vectors', () => {

@@ -11,7 +11,7 @@ import {
   subsetFor,
   subsetSize,
   trainingPrefix,
-} from '../../../activities/study/analysis';
+} from '../../../activities/study/analysis/index.js';
 
 const pool = (n: number) => Array.from({ length: n }, (_, i) => `q-${String(i).padStart(4, '0')}`);
 const isSubset = (a: readonly string[], b: readonly string[]) => a.every((id) => new Set(b).has(id));

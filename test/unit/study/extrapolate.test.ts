@@ -7,8 +7,8 @@ import {
   logLinForecast,
   pooledForecastMae,
   predictScalingLaw,
-} from '../../../activities/study/analysis';
-import { gaussian } from './noise';
+} from '../../../activities/study/analysis/index.js';
+import { gaussian } from './noise.js';
 
 // r = 1…16 scores 0.40, 0.50, 0.55, 0.62, 0.64; observed at r = 32: 0.66.
 const TRAIN = [

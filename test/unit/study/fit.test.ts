@@ -7,8 +7,8 @@ import {
   solveBoundedLinear,
   type CurvePoint,
   type ScalingLawParams,
-} from '../../../activities/study/analysis';
-import { gaussian, uniform } from './noise';
+} from '../../../activities/study/analysis/index.js';
+import { gaussian, uniform } from './noise.js';
 
 const SEED_GRID = [1, 2, 4, 8, 16, 32];
 const WIDE_GRID = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];

@@ -5,12 +5,12 @@ import {
   streamOf,
   studyCells,
   studyStreams,
-} from '../../../activities/study/grid';
+} from '../../../activities/study/grid.js';
 import {
   PROTOCOLS,
   ScalingStudySpecSchema,
   type ScalingStudySpec,
-} from '../../../schemas/scaling-study-spec';
+} from '../../../schemas/scaling-study-spec.js';
 
 const endpoint = { baseUrl: 'http://127.0.0.1:1/v1', model: 'm' };
 

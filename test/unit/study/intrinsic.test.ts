@@ -9,7 +9,7 @@ import {
   rewriteShare,
   sweepMeanGap,
   tokenSet,
-} from '../../../activities/study/analysis';
+} from '../../../activities/study/analysis/index.js';
 
 describe('token-set Jaccard distance', () => {
   it('tokenizes by lowercasing and splitting on non-alphanumerics', () => {

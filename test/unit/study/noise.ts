@@ -1,5 +1,5 @@
 /** Seeded noise for the study-analysis tests: the same seed always gives the same curve. */
-import { mulberry32 } from '../../../activities/training/sampling';
+import { mulberry32 } from '../../../activities/training/sampling.js';
 
 /** A seeded uniform stream in [0, 1). */
 export const uniform = mulberry32;

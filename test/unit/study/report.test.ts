@@ -7,7 +7,7 @@ import {
   renderCurveSvg,
   renderStudyReport,
   type StudyReportInput,
-} from '../../../activities/study/analysis';
+} from '../../../activities/study/analysis/index.js';
 
 const GRID = [1, 2, 4, 8, 16, 32];
 const OFFSETS = [-0.01, 0, 0.01]; // three training seeds: sample std 1 pp at every budget

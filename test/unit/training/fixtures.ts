@@ -1,5 +1,5 @@
-import type { FunctionTool } from '../../../schemas/function-tool';
-import { query } from '../../support/database';
+import type { FunctionTool } from '../../../schemas/function-tool.js';
+import { query } from '../../support/database.js';
 
 /** The task's own tool. */
 export const TOOLS: FunctionTool[] = [

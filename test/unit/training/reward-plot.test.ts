@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderRewardSvg } from '../../../activities/training/reward-plot';
+import { renderRewardSvg } from '../../../activities/training/reward-plot.js';
 
 const iteration = (i: number, metrics: Record<string, unknown>) => ({
   iteration: i,

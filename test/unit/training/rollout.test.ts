@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createModelClient } from '../../../activities/llm';
-import { runRollout, type RolloutInput } from '../../../activities/training';
-import { createEpisodeRunner } from '../../../activities/world';
-import { ModelEndpointSchema } from '../../../schemas/model-endpoint';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
-import { insertTasks, query } from './fixtures';
+import { createModelClient } from '../../../activities/llm/index.js';
+import { runRollout, type RolloutInput } from '../../../activities/training/index.js';
+import { createEpisodeRunner } from '../../../activities/world/index.js';
+import { ModelEndpointSchema } from '../../../schemas/model-endpoint.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { insertTasks, query } from './fixtures.js';
 
 describe('runRollout', () => {
   let db: TestDatabase;

@@ -5,7 +5,7 @@ import {
   mulberry32,
   seededShuffle,
   splitHeldOut,
-} from '../../../activities/training';
+} from '../../../activities/training/index.js';
 
 const TASKS = Array.from({ length: 12 }, (_, i) => `task-${i}`);
 

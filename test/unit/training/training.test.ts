@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getPool } from '../../../activities/store/db';
+import { getPool } from '../../../activities/store/db.js';
 import {
   buildTrainerBatch,
   planIteration,
@@ -13,9 +13,9 @@ import {
   TrainingPlanError,
   trainingEpisodeId,
   type TrainerBatchItem,
-} from '../../../activities/training';
-import { ASK_USER_TOOL } from '../../../activities/world';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
+} from '../../../activities/training/index.js';
+import { ASK_USER_TOOL } from '../../../activities/world/index.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import {
   insertCall,
   insertEpisode,
@@ -24,7 +24,7 @@ import {
   query,
   TOOLS,
   TRANSCRIPT,
-} from './fixtures';
+} from './fixtures.js';
 
 const PYTHON = path.resolve('.venv-trainer/bin/python');
 let db: TestDatabase;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModelClient, type ModelClient } from '../../../activities/llm';
-import { getPool } from '../../../activities/store/db';
+import { createModelClient, type ModelClient } from '../../../activities/llm/index.js';
+import { getPool } from '../../../activities/store/db.js';
 import {
   EpisodeMismatchError,
   runEpisode,
@@ -9,9 +9,9 @@ import {
   type EpisodeHooks,
   type EpisodeInputData,
   type EpisodeProgress,
-} from '../../../activities/world';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer, type Rule } from '../../support/model-server';
+} from '../../../activities/world/index.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer, type Rule } from '../../support/model-server.js';
 import {
   agentTurns,
   answeredCalls,
@@ -23,7 +23,7 @@ import {
   numberingSimulator,
   query,
   shown,
-} from './fixtures';
+} from './fixtures.js';
 
 describe('an episode in the mock world', () => {
   let db: TestDatabase;

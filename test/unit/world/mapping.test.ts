@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModelClient, type ModelClient } from '../../../activities/llm';
-import { getPool } from '../../../activities/store/db';
+import { createModelClient, type ModelClient } from '../../../activities/llm/index.js';
+import { getPool } from '../../../activities/store/db.js';
 import {
   argsKey,
   canonicalArgs,
@@ -10,9 +10,9 @@ import {
   runEpisode,
   type MappingEntry,
   type ToolMappingOptions,
-} from '../../../activities/world';
-import { createTestDatabase, type TestDatabase } from '../../support/database';
-import { startModelServer, type ModelServer } from '../../support/model-server';
+} from '../../../activities/world/index.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startModelServer, type ModelServer } from '../../support/model-server.js';
 import {
   agentTurns,
   answeredCalls,
@@ -24,7 +24,7 @@ import {
   query,
   roleOn,
   TOOLS,
-} from './fixtures';
+} from './fixtures.js';
 
 const [GET_ORDER, SEARCH] = TOOLS as [(typeof TOOLS)[0], (typeof TOOLS)[0]];
 

@@ -4,7 +4,7 @@
  * meaning the server cannot honour (streaming, logprobs, images) are rejected with a 400.
  */
 import { z } from 'zod';
-import { badRequest } from './errors';
+import { badRequest } from './errors.js';
 
 const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 

@@ -1,22 +1,23 @@
+#!/usr/bin/env node
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { closePools, getPool, redactUrl } from '../../activities/store/db';
-import { migrate } from '../../activities/store/migrate';
-import { writeStudyReport } from '../../activities/study/report';
-import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../../activities/synthesis/import';
-import { REPO_ROOT } from '../../deploy/paths';
-import { stackDown, stackStatus, stackUp } from '../../deploy/stack';
-import { trainerUp } from '../../deploy/trainer-stack';
-import { loadEnvironment } from '../../schemas/environment';
-import { SpecValidationError } from '../../schemas/spec-error';
-import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../../workflows/grpo-controls';
-import { cellStatesQuery } from '../../workflows/study-controls';
-import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../codec/codec-server';
-import { payloadCodecFromEnvironment } from '../codec/payload-codec';
-import { connectWorker, createCpuWorker, runCpuWorker } from '../cpu-worker';
-import { startModelGateway } from '../gateway/model-gateway';
+import { closePools, getPool, redactUrl } from '../activities/store/db.js';
+import { migrate } from '../activities/store/migrate.js';
+import { writeStudyReport } from '../activities/study/report.js';
+import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../activities/synthesis/import.js';
+import { REPO_ROOT } from '../deploy/paths.js';
+import { stackDown, stackStatus, stackUp } from '../deploy/stack.js';
+import { trainerUp } from '../deploy/trainer-stack.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import { SpecValidationError } from '../schemas/spec-error.js';
+import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflows/grpo-controls.js';
+import { cellStatesQuery } from '../workflows/study-controls.js';
+import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../services/codec/codec-server.js';
+import { payloadCodecFromEnvironment } from '../services/codec/payload-codec.js';
+import { connectWorker, createCpuWorker, runCpuWorker } from '../workers/cpu-worker.js';
+import { startModelGateway } from '../services/gateway/model-gateway.js';
 import {
   cancelRun,
   describeRun,
@@ -29,12 +30,12 @@ import {
   taskStage,
   waitForRun,
   type RunReport,
-} from './run-commands';
-import { renderSummary } from './summary-view';
-import { renderIterations } from './training-view';
-import { readSpecFile } from './spec-file';
-import { renderRecord, renderTable } from './table';
-import { connectClient } from './temporal-client';
+} from './run-commands.js';
+import { renderSummary } from './summary-view.js';
+import { renderIterations } from './training-view.js';
+import { readSpecFile } from './spec-file.js';
+import { renderRecord, renderTable } from './table.js';
+import { connectClient } from './temporal-client.js';
 
 const USAGE = `mockworld: durable ML pipelines on Temporal
 

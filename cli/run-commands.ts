@@ -1,18 +1,18 @@
 import { ServiceError, WorkflowNotFoundError, type Client, type QueryDefinition } from '@temporalio/client';
-import { getPool } from '../../activities/store/db';
-import { readIterationMetrics, type IterationMetrics } from '../../activities/training/metrics';
-import { renderRewardSvg } from '../../activities/training/reward-plot';
-import { usageByRole } from '../../activities/llm';
-import { loadEnvironment } from '../../schemas/environment';
-import type { RunStatus } from '../../schemas/run-status';
-import type { AnySpec } from '../../schemas/specs';
-import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls';
-import { MockworldProgress, MockworldState } from '../../workflows/search-attributes';
-import { taskStageQuery } from '../../workflows/synthesis-controls';
-import { datasetDirectoryName, exportRunDataset, type ExportResult } from '../../activities/synthesis/export';
+import { getPool } from '../activities/store/db.js';
+import { readIterationMetrics, type IterationMetrics } from '../activities/training/metrics.js';
+import { renderRewardSvg } from '../activities/training/reward-plot.js';
+import { usageByRole } from '../activities/llm/index.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import type { RunStatus } from '../schemas/run-status.js';
+import type { AnySpec } from '../schemas/specs.js';
+import { pauseSignal, resumeSignal, statusQuery } from '../workflows/controls.js';
+import { MockworldProgress, MockworldState } from '../workflows/search-attributes.js';
+import { taskStageQuery } from '../workflows/synthesis-controls.js';
+import { datasetDirectoryName, exportRunDataset, type ExportResult } from '../activities/synthesis/export.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ProgressLine } from './progress';
+import { ProgressLine } from './progress.js';
 
 /** A workflow id users can read: kind, name, UTC start time. */
 export function defaultWorkflowId(spec: AnySpec, now = new Date()): string {

@@ -1,4 +1,4 @@
-import { renderTable } from './table';
+import { renderTable } from './table.js';
 
 type Scalar = string | number | boolean | null;
 

@@ -14,10 +14,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadEnvironment } from '../../schemas/environment';
-import { EmbeddedModel, type EmbeddedModelOptions } from './engine';
-import { ApiError, badRequest } from './errors';
-import { ChatCompletionRequestSchema, EmbeddingRequestSchema, parseBody } from './openai-schemas';
+import { loadEnvironment } from '../../schemas/environment.js';
+import { EmbeddedModel, type EmbeddedModelOptions } from './engine.js';
+import { ApiError, badRequest } from './errors.js';
+import { ChatCompletionRequestSchema, EmbeddingRequestSchema, parseBody } from './openai-schemas.js';
 
 /** Options of {@link startEmbeddedModelServer}. */
 export interface EmbeddedModelServerOptions extends EmbeddedModelOptions {

@@ -18,10 +18,10 @@ import {
   type LlamaModel,
   type Token,
 } from 'node-llama-cpp';
-import { EMBEDDED_MODEL, ensureEmbeddedModel } from '../../deploy/embedded-model/fetch-model';
-import { planChat, toAnswer, type AssistantAnswer, type OutputMode } from './chat-prompt';
-import { ApiError, badRequest } from './errors';
-import type { ChatCompletionRequest, EmbeddingRequest } from './openai-schemas';
+import { EMBEDDED_MODEL, ensureEmbeddedModel } from '../../deploy/embedded-model/fetch-model.js';
+import { planChat, toAnswer, type AssistantAnswer, type OutputMode } from './chat-prompt.js';
+import { ApiError, badRequest } from './errors.js';
+import type { ChatCompletionRequest, EmbeddingRequest } from './openai-schemas.js';
 
 /** Options of {@link EmbeddedModel.load}. */
 export interface EmbeddedModelOptions {

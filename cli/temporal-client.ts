@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
-import { loadEnvironment } from '../../schemas/environment';
-import { payloadCodecFromEnvironment, withPayloadCodec } from '../codec/payload-codec';
+import { loadEnvironment } from '../schemas/environment.js';
+import { payloadCodecFromEnvironment, withPayloadCodec } from '../services/codec/payload-codec.js';
 
 /** A Temporal client for the CLI, with an error that says what to do when the server is down. */
 export async function connectClient(): Promise<Client> {

@@ -3,19 +3,19 @@ export {
   startEmbeddedModelServer,
   type EmbeddedModelServer,
   type EmbeddedModelServerOptions,
-} from './server';
+} from './server.js';
 export {
   EmbeddedModel,
   defaultThreads,
   type EmbeddedModelOptions,
   type ChatCompletion,
   type EmbeddingList,
-} from './engine';
-export { ApiError } from './errors';
-export { toGbnfJsonSchema, withDefs, ANY_JSON } from './json-schema-grammar';
+} from './engine.js';
+export { ApiError } from './errors.js';
+export { toGbnfJsonSchema, withDefs, ANY_JSON } from './json-schema-grammar.js';
 export {
   EMBEDDED_MODEL,
   EmbeddedModelFetchError,
   embeddedModelPath,
   ensureEmbeddedModel,
-} from '../../deploy/embedded-model/fetch-model';
+} from '../../deploy/embedded-model/fetch-model.js';

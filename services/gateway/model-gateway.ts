@@ -1,10 +1,10 @@
 import http from 'node:http';
 import { z } from 'zod';
-import { GATEWAY_COMPLETE_PATH, type GatewayError } from '../../activities/llm/gateway-client';
-import { createCallCompleter } from '../../activities/llm/model-client';
-import type { ModelCall } from '../../activities/llm/types';
-import { ModelEndpointSchema, SamplingSchema } from '../../schemas/model-endpoint';
-import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http';
+import { GATEWAY_COMPLETE_PATH, type GatewayError } from '../../activities/llm/gateway-client.js';
+import { createCallCompleter } from '../../activities/llm/model-client.js';
+import type { ModelCall } from '../../activities/llm/types.js';
+import { ModelEndpointSchema, SamplingSchema } from '../../schemas/model-endpoint.js';
+import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
 
 /**
  * The model gateway: one long-lived process that sends the CPU workers' model calls upstream and

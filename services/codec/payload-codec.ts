@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { loadEnvironment, type Environment } from '../../schemas/environment';
+import { loadEnvironment, type Environment } from '../../schemas/environment.js';
 
 /**
  * Optional encryption of every Temporal payload (workflow inputs and results, activity inputs

@@ -1,8 +1,8 @@
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { SpecValidationError } from '../../schemas/spec-error';
-import { parseSpec, type AnySpec } from '../../schemas/specs';
+import { SpecValidationError } from '../schemas/spec-error.js';
+import { parseSpec, type AnySpec } from '../schemas/specs.js';
 
 /** Largest spec document accepted; specs reference data by path, they never embed it. */
 const MAX_SPEC_BYTES = 1024 * 1024;

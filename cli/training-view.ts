@@ -1,5 +1,5 @@
-import type { IterationMetrics } from '../../activities/training/metrics';
-import { renderTable } from './table';
+import type { IterationMetrics } from '../activities/training/metrics.js';
+import { renderTable } from './table.js';
 
 /** A number with `digits` decimals; '' for a missing or non-numeric value. */
 function fixed(value: unknown, digits = 3): string {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http';
+import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
 
 /**
  * Temporal's remote codec protocol over HTTP, for the Temporal UI ("Remote Codec Endpoint") and
