@@ -1,4 +1,4 @@
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY } from './activity-options.js';
@@ -14,9 +14,6 @@ const activities = proxyActivities<MockworldActivities>({
     ],
   },
 });
-
-/** Patch id of the one-activity rollout (rollout + judge) in GrpoGroup. */
-const JUDGED_ROLLOUT_PATCH = 'grpo-judged-rollout-activity';
 
 /** One task's rollout group in one iteration. */
 export interface GrpoGroupInput {
@@ -52,30 +49,12 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     templates: spec.templates,
     purpose: input.purpose,
   });
-  const samples = Array.from({ length: input.rollouts }, (_, sampleIndex) => sampleIndex);
   // One activity per rollout, judge included (half the orchestration of two), awaited as the
   // activities' own promises: the workflow sandbox records a stack trace for every promise made.
-  // Histories recorded before this change replay the two-activity path.
-  if (patched(JUDGED_ROLLOUT_PATCH)) {
-    const judged = await Promise.all(
-      samples.map((sampleIndex) =>
-        activities.runJudgedRollout({ ...rollout(sampleIndex), judge: spec.judge }),
-      ),
-    );
-    return judged.length;
-  }
   const judged = await Promise.all(
-    samples.map(async (sampleIndex) => {
-      const episode = await activities.runRollout(rollout(sampleIndex));
-      return activities.judgeEpisode({
-        episodeId: episode.episodeId,
-        taskId: input.taskId,
-        judge: spec.judge,
-        runId: input.runId,
-        templates: spec.templates,
-        policyVersion: input.policyVersion,
-      });
-    }),
+    Array.from({ length: input.rollouts }, (_, sampleIndex) =>
+      activities.runJudgedRollout({ ...rollout(sampleIndex), judge: spec.judge }),
+    ),
   );
   return judged.length;
 }

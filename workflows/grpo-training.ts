@@ -1,11 +1,4 @@
-import {
-  continueAsNew,
-  executeChild,
-  patched,
-  proxyActivities,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { continueAsNew, executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
@@ -68,9 +61,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     await recordRunStart({ runId, kind: 'GrpoTraining', spec });
     // Record the policy's base with the trainer before any step, so the policy server serves
     // iteration 0 from spec.policy.base (not from its own --base).
-    if (patched('grpo-register-run')) {
-      await trainer['trainer.registerRun']({ run_id: runId, model: spec.policy.base });
-    }
+    await trainer['trainer.registerRun']({ run_id: runId, model: spec.policy.base });
     const first = await activities.planIteration(planInput(spec, runId, 0));
     progress = {
       iteration: 0,

@@ -1,12 +1,10 @@
-import { CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.js';
 import { SHORT_ACTIVITY } from './activity-options.js';
 import type { RunControl } from './run-control.js';
 
 const { recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 
-/** Executions before this patch recorded a cancellation only: a failed run stayed 'running'. */
-const RECORD_FAILURE_PATCH = 'record-run-failure';
 /** Characters of the failure message kept in the run's summary. */
 const MAX_FAILURE_CHARS = 2_000;
 
@@ -17,12 +15,9 @@ const MAX_FAILURE_CHARS = 2_000;
  */
 export async function endRunOnError(control: RunControl, runId: string, error: unknown): Promise<never> {
   const state = isCancellation(error) ? 'cancelled' : 'failed';
-  if (state === 'cancelled' || patched(RECORD_FAILURE_PATCH)) {
-    control.setState(state);
-    const summary =
-      state === 'failed' ? { failure: messageOf(error).slice(0, MAX_FAILURE_CHARS) } : undefined;
-    await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state, summary }));
-  }
+  control.setState(state);
+  const summary = state === 'failed' ? { failure: messageOf(error).slice(0, MAX_FAILURE_CHARS) } : undefined;
+  await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state, summary }));
   throw error;
 }
 

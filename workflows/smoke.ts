@@ -1,8 +1,9 @@
-import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.js';
 import type { SmokeActivities, SmokeStepResult } from '../activities/smoke.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { RunControl } from './run-control.js';
+import { endRunOnError } from './run-end.js';
 import { validateSpec } from './spec-guard.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
@@ -35,10 +36,7 @@ export async function Smoke(input: unknown): Promise<SmokeSummary> {
       results.push(await smokeStep({ runId, step, prompt: spec.prompt, model: spec.model }));
     }
   } catch (error) {
-    const state = isCancellation(error) ? 'cancelled' : 'failed';
-    control.setState(state);
-    await CancellationScope.nonCancellable(() => recordRunFinish({ runId, state }));
-    throw error;
+    return endRunOnError(control, runId, error);
   }
 
   const summary: SmokeSummary = {

@@ -1,4 +1,4 @@
-import { continueAsNew, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import { sftLearningRate, type Cell } from '../activities/study/grid.js';
 import type { ScalingStudySpec } from '../schemas/scaling-study-spec.js';
@@ -84,7 +84,7 @@ export async function StudyCell(input: StudyCellInput, carried?: CellProgress): 
 
   // A cell with no examples is never stepped: record its model, or the policy server would
   // evaluate its own --base instead of the student's base.
-  if (applied === 0 && patched('study-cell-register-untrained-run')) {
+  if (applied === 0) {
     await trainer['trainer.registerRun']({ run_id: trainerRunId, model });
   }
   await study.recordCellTrained({ studyId, cellId: cell.cellId, steps: applied, metrics: lastMetrics });
