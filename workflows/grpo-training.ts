@@ -76,9 +76,9 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   let { iteration, policyStep, latestMetrics } = progress;
   let stopping = false;
   let taskStatus: Record<string, string> = {};
-  setHandler(stopSignal, () => void (stopping = true));
-  setHandler(latestMetricsQuery, () => latestMetrics);
-  setHandler(iterationTasksQuery, () => taskStatus);
+  setHandler(stopSignal, () => void (stopping = true), { description: stopSignal.description });
+  setHandler(latestMetricsQuery, () => latestMetrics, { description: latestMetricsQuery.description });
+  setHandler(iterationTasksQuery, () => taskStatus, { description: iterationTasksQuery.description });
 
   const groupSpec = {
     policy: spec.policy,

@@ -13,12 +13,16 @@ export class RunControl {
 
   constructor(kind: string, total: number) {
     this.status = { kind, state: 'running', done: 0, total, stage: 'starting', counts: {} };
-    setHandler(pauseSignal, () => this.pause());
-    setHandler(resumeSignal, () => {
-      this.paused = false;
-      this.setState('running');
-    });
-    setHandler(statusQuery, () => this.status);
+    setHandler(pauseSignal, () => this.pause(), { description: pauseSignal.description });
+    setHandler(
+      resumeSignal,
+      () => {
+        this.paused = false;
+        this.setState('running');
+      },
+      { description: resumeSignal.description },
+    );
+    setHandler(statusQuery, () => this.status, { description: statusQuery.description });
     upsertSearchAttributes([
       { key: MockworldKind, value: kind },
       { key: MockworldState, value: 'running' },

@@ -44,7 +44,7 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
   const cells = studyCells(spec);
   const control = new RunControl('ScalingStudy', streams.length + cells.length);
   const states: Record<string, CellState> = Object.fromEntries(cells.map((c) => [c.cellId, 'queued']));
-  setHandler(cellStatesQuery, () => states);
+  setHandler(cellStatesQuery, () => states, { description: cellStatesQuery.description });
   let streamsDone = 0;
   const counts = () => {
     const byState: Record<string, number> = { streams: streamsDone };

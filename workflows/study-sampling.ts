@@ -52,18 +52,22 @@ export async function StudySampling(
   };
   // Live counts for the status query (in memory: queries cost no history events).
   let inPage = { questions: 0, accepted: 0, exhausted: 0 };
-  setHandler(statusQuery, () => ({
-    kind: 'StudySampling',
-    state: 'running',
-    done: progress.questions + inPage.questions,
-    total: 0,
-    stage:
-      progress.phase === 'evolve' ? `${stream.name}: evolving seed questions` : `${stream.name}: sampling`,
-    counts: {
-      accepted: progress.accepted + inPage.accepted,
-      exhausted: progress.exhausted + inPage.exhausted,
-    },
-  }));
+  setHandler(
+    statusQuery,
+    () => ({
+      kind: 'StudySampling',
+      state: 'running',
+      done: progress.questions + inPage.questions,
+      total: 0,
+      stage:
+        progress.phase === 'evolve' ? `${stream.name}: evolving seed questions` : `${stream.name}: sampling`,
+      counts: {
+        accepted: progress.accepted + inPage.accepted,
+        exhausted: progress.exhausted + inPage.exhausted,
+      },
+    }),
+    { description: statusQuery.description },
+  );
 
   for (;;) {
     if (workflowInfo().historyLength > HISTORY_BUDGET || workflowInfo().continueAsNewSuggested) {

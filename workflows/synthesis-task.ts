@@ -39,7 +39,7 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
   const taskId = workflowInfo().workflowId;
   const parent = workflowInfo().parent;
   let stage: TaskStage = 'pending';
-  setHandler(stageQuery, () => stage);
+  setHandler(stageQuery, () => stage, { description: stageQuery.description });
 
   // Stage reports to the dataset workflow are fire-and-forget: waiting for each would cost a
   // workflow task round trip per stage (measured: 100-160 ms per task on the dev server). The

@@ -93,17 +93,25 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   const report = (stage: string) =>
     control.progress(tally.kept + tally.rejected + tally.failed, stage, counts());
 
-  setHandler(taskStageSignal, (idx, stage) => {
-    if (inFlight.has(idx)) inFlight.set(idx, stage);
-    report('synthesizing');
-  });
-  setHandler(taskStageQuery, (idx) => {
-    if (idx < 0 || idx >= progress.total)
-      throw new RangeError(`task index ${idx} is outside 0..${progress.total - 1}`);
-    const outcome = outcomes[idx];
-    if (outcome && outcome !== '.') return OUTCOME_STAGE[outcome]!;
-    return inFlight.get(idx) ?? 'pending';
-  });
+  setHandler(
+    taskStageSignal,
+    (idx, stage) => {
+      if (inFlight.has(idx)) inFlight.set(idx, stage);
+      report('synthesizing');
+    },
+    { description: taskStageSignal.description },
+  );
+  setHandler(
+    taskStageQuery,
+    (idx) => {
+      if (idx < 0 || idx >= progress.total)
+        throw new RangeError(`task index ${idx} is outside 0..${progress.total - 1}`);
+      const outcome = outcomes[idx];
+      if (outcome && outcome !== '.') return OUTCOME_STAGE[outcome]!;
+      return inFlight.get(idx) ?? 'pending';
+    },
+    { description: taskStageQuery.description },
+  );
 
   const settle = (idx: number, result: SynthesisTaskResult | 'failed') => {
     const outcome = result === 'failed' ? 'failed' : result.outcome;
