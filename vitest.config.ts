@@ -8,6 +8,6 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 180_000,
-    globalSetup: ['test/support/global-setup.ts'],
+    globalSetup: ['testkit/vitest/global-setup.ts'],
   },
 });

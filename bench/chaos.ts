@@ -27,9 +27,9 @@
 import { writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FaultKind } from '../test/support/model-server.js';
-import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS, type ChaosFaultKind } from './chaos/harness.js';
-import { markdown, totals } from './chaos/report.js';
+import type { FaultKind } from '../testkit/model-server.js';
+import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS, type ChaosFaultKind } from '../testkit/chaos/harness.js';
+import { markdown, totals } from '../testkit/chaos/report.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);

@@ -47,14 +47,14 @@ import { createActivities } from '../activities/index.js';
 import { closePools } from '../activities/store/db.js';
 import { GrpoSpecSchema } from '../schemas/grpo-spec.js';
 import type { DevServer } from '../deploy/temporal-dev-server.js';
-import { createTestDatabase, type TestDatabase } from '../test/support/database.js';
-import type { Reply, ScriptedRequest } from '../test/support/model-server.js';
-import { startPython, type PythonProcess } from '../test/support/python-process.js';
+import { createTestDatabase, type TestDatabase } from '../testkit/database.js';
+import type { Reply, ScriptedRequest } from '../testkit/model-server.js';
+import { startPython, type PythonProcess } from '../testkit/python-process.js';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
 import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin.js';
 import type { GrpoSummary } from '../workflows/grpo-training.js';
-import { startBenchRun, startBenchTemporal } from './support/bench-run.js';
-import { serveModelServer, spawnModelServer, type ModelServerProcess } from './support/model-server-process.js';
+import { startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
+import { serveModelServer, spawnModelServer, type ModelServerProcess } from '../testkit/model-server-process.js';
 export type { ModelServerProcess };
 
 const SCALE_TASKS = Number(process.env.BENCH_GRPO_SCALE_TASKS ?? 128);
@@ -172,7 +172,7 @@ function grpoScript(request: ScriptedRequest): Reply {
   }
 }
 
-/** The scripted world's model server in a child process (bench/support/model-server-process.ts). */
+/** The scripted world's model server in a child process (testkit/model-server-process.ts). */
 export function startModelServerProcess(): Promise<ModelServerProcess> {
   return spawnModelServer(fileURLToPath(import.meta.url));
 }

@@ -16,8 +16,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createModelClient } from '../activities/llm/index.js';
 import { ModelEndpointSchema, SamplingSchema } from '../schemas/model-endpoint.js';
-import { createTestDatabase } from '../test/support/database.js';
-import { startModelServer } from '../test/support/model-server.js';
+import { createTestDatabase } from '../testkit/database.js';
+import { startModelServer } from '../testkit/model-server.js';
 
 const LATENCIES_MS = [0, 50];
 const CONCURRENCY = [1, 16, 64, 256];

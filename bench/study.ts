@@ -34,7 +34,7 @@ import { stackUp } from '../deploy/stack.js';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { ModelEndpointSchema, type ModelRole } from '../schemas/model-endpoint.js';
-import { startModelServer, type ScriptedRequest } from '../test/support/model-server.js';
+import { startModelServer, type ScriptedRequest } from '../testkit/model-server.js';
 
 const ACCEPTED = Number(process.env.BENCH_ACCEPTED ?? 2);
 const MAX_ATTEMPTS = Number(process.env.BENCH_MAX_ATTEMPTS ?? 3);

@@ -29,15 +29,15 @@ import { registerSearchAttributes } from '../deploy/search-attributes.js';
 import { ensureTemporalCli } from '../deploy/temporal-cli.js';
 import { startDevServer, type DevServer } from '../deploy/temporal-dev-server.js';
 import { parseSpecOfKind } from '../schemas/specs.js';
-import { createTestDatabase, type TestDatabase } from '../test/support/database.js';
-import type { ModelServerStats } from '../test/support/model-server.js';
-import { freePort } from '../test/support/ports.js';
-import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../test/support/synthesis-script.js';
+import { createTestDatabase, type TestDatabase } from '../testkit/database.js';
+import type { ModelServerStats } from '../testkit/model-server.js';
+import { freePort } from '../testkit/ports.js';
+import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../testkit/synthesis-script.js';
 import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin.js';
 import type { SynthesisSummary } from '../workflows/synthesis.js';
 import { taskIdOf, type SynthesisTaskResult } from '../workflows/synthesis-task.js';
-import { startBenchRun } from './support/bench-run.js';
-import { serveModelServer, spawnModelServer, type ModelServerProcess } from './support/model-server-process.js';
+import { startBenchRun } from '../testkit/bench-run.js';
+import { serveModelServer, spawnModelServer, type ModelServerProcess } from '../testkit/model-server-process.js';
 
 const LATENCIES_MS = (process.env.BENCH_LATENCIES ?? '0,50').split(',').map(Number);
 const TASKS = Number(process.env.BENCH_TASKS ?? 96);
@@ -60,7 +60,7 @@ const { temporal } = proto;
 // ---------------------------------------------------------------------------------------------
 // Model server in a child process, driven by JSON lines on stdin/stdout.
 
-/** The scripted world's model server in a child process (bench/support/model-server-process.ts). */
+/** The scripted world's model server in a child process (testkit/model-server-process.ts). */
 function startModelServerProcess(): Promise<ModelServerProcess> {
   return spawnModelServer(fileURLToPath(import.meta.url));
 }
@@ -705,7 +705,7 @@ async function main(): Promise<void> {
             'temporalCpuOverheadMsPerTask = (CPU of the bench process + dev server during the Temporal run − CPU of the bench process during the plain run) / tasks; PostgreSQL CPU not counted.',
             'The machine may be shared: loadAvgAtStart/End (1-min, this bench included) show other load; wall figures are very sensitive to it, CPU figures less (contention also inflates CPU time).',
             'saved = (task-tool calls − tool errors − tool-simulator llm_calls rows) / (task-tool calls − tool errors).',
-            'Model server: the scripted world of test/support/synthesis-script.ts in a child process; every model role answered by it.',
+            'Model server: the scripted world of testkit/synthesis-script.ts in a child process; every model role answered by it.',
             'History: dataset workflow summed over its continue-as-new chain; payload = encoded temporal.api.common.v1.Payload, largest over the dataset runs and all task workflows.',
           ],
           cells,

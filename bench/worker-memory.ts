@@ -42,8 +42,8 @@ import proto from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { stopChild } from '../deploy/processes.js';
-import { createTestDatabase } from '../test/support/database.js';
-import type { ModelServerStats } from '../test/support/model-server.js';
+import { createTestDatabase } from '../testkit/database.js';
+import type { ModelServerStats } from '../testkit/model-server.js';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
 import {
   asProjectJson,
@@ -54,7 +54,7 @@ import {
   standInTrainerActivities,
   startModelServerProcess,
 } from './grpo.js';
-import { startBenchRun, startBenchTemporal } from './support/bench-run.js';
+import { startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
 
 const TASKS = Number(process.env.BENCH_WM_TASKS ?? 64);
 const N = Number(process.env.BENCH_WM_N ?? 16);

@@ -5,7 +5,7 @@ import { getPool } from '../../activities/store/db.js';
 import { DatasetImportError, importTasks } from '../../activities/synthesis/import.js';
 import { planIteration } from '../../activities/training/plan.js';
 import { REPO_ROOT } from '../../deploy/paths.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 
 const EXAMPLE = path.join(REPO_ROOT, 'examples', 'grpo', 'tasks.jsonl');
 

@@ -11,8 +11,8 @@ import { getPool } from '../../activities/store/db.js';
 import { createStageActivities } from '../../activities/synthesis/stages.js';
 import { runEpisode, type EpisodeInputData } from '../../activities/world/index.js';
 import { ModelEndpointSchema, type ModelRole } from '../../schemas/model-endpoint.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer, type Rule, type ScriptedRequest } from '../support/model-server.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer, type Rule, type ScriptedRequest } from '../../testkit/model-server.js';
 import { HIDDEN_CONTEXT, insertTask, shown } from '../unit/world/fixtures.js';
 import { added, lostOrAltered, snapshot, type Snapshot } from './db-snapshot.js';
 

@@ -9,7 +9,7 @@ import {
   MAX_PERSONA_LINE_BYTES,
   MAX_RECORDED_REFUSALS,
 } from '../../activities/synthesis/personas.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { lostOrAltered, snapshot } from './db-snapshot.js';
 
 const line = (value: unknown) => JSON.stringify(value);

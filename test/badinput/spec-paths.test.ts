@@ -7,8 +7,8 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import { SPEC_KINDS } from '../../schemas/specs.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
-import { startTestWorker, type TestWorker } from '../support/temporal.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 import { lostOrAltered, snapshot, type Snapshot } from './db-snapshot.js';
 
 const exec = promisify(execFile);

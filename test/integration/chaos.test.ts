@@ -1,16 +1,16 @@
 import { writeFile } from 'node:fs/promises';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS } from '../../bench/chaos/harness.js';
-import { markdown, totals } from '../../bench/chaos/report.js';
+import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS } from '../../testkit/chaos/harness.js';
+import { markdown, totals } from '../../testkit/chaos/report.js';
 
 /**
- * The chaos harness of bench/chaos.ts at CI size: a synthesis run and a GRPO run on a private stack
- * (own Temporal dev server, own database, two CPU worker processes, the Python trainer worker and
- * policy server, model servers failing 20% of requests) while CPU workers and the trainer are
- * SIGKILLed, the Temporal server is crashed and restarted on its db file, and PostgreSQL is
- * restarted, twice each. Nothing may be lost, duplicated, applied twice or paid twice (the CPU
- * workers call the models through the model gateway), and every tool call must get its mapping's
- * one answer.
+ * The chaos harness (testkit/chaos; bench/chaos.ts runs it at full size) at CI size: a synthesis
+ * run and a GRPO run on a private stack (own Temporal dev server, own database, two CPU worker
+ * processes, the Python trainer worker and policy server, model servers failing 20% of requests)
+ * while CPU workers and the trainer are SIGKILLed, the Temporal server is crashed and restarted on
+ * its db file, and PostgreSQL is restarted, twice each. Nothing may be lost, duplicated, applied
+ * twice or paid twice (the CPU workers call the models through the model gateway), and every tool
+ * call must get its mapping's one answer.
  *
  * PostgreSQL is the machine's own: the harness waits (up to a minute) until no other test run is
  * on the machine before it starts, and fails saying who is there if one stays.

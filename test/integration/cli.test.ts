@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { runCli } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { startTestWorker, type TestWorker } from '../support/temporal.js';
+import { runCli } from '../../testkit/cli.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
 describe('the mockworld CLI', () => {
   let db: TestDatabase;

@@ -6,14 +6,14 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, inject, it } from 'vitest';
-import { startCountingProxy, type CountingProxy } from '../support/counting-proxy.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
-import { fixturePolicy, fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture.js';
-import { replayRecordedSteps } from '../support/grpo-replay.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { startPython, type PythonProcess } from '../support/python-process.js';
-import { eventually } from '../support/temporal.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { startCountingProxy, type CountingProxy } from '../../testkit/counting-proxy.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { fixturePolicy, fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
+import { replayRecordedSteps } from '../../testkit/grpo-replay.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { startPython, type PythonProcess } from '../../testkit/python-process.js';
+import { eventually } from '../../testkit/temporal.js';
+import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
 
 /**
  * Fault tests of GRPO training: the Python trainer worker SIGKILLed inside a trainer step, and the

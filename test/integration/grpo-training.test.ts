@@ -6,13 +6,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls.js';
 import { latestMetricsQuery } from '../../workflows/grpo-controls.js';
-import { runCli } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../support/grpo-fixture.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { startPython, type PythonProcess } from '../support/python-process.js';
-import { recordHistory } from '../support/histories.js';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { runCli } from '../../testkit/cli.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { startPython, type PythonProcess } from '../../testkit/python-process.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
 const SYNTHESIS_RUN = 'synthesis-fixture';
 const TASKS = 3; // 2 trained on, 1 held out

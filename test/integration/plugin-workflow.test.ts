@@ -3,10 +3,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls.js';
 import { createRunActivities } from '../../activities/runs.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { recordHistory } from '../support/histories.js';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
 describe('a workflow started through the plugin', () => {
   let db: TestDatabase;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { MockworldState } from '../../workflows/search-attributes.js';
 import { MOCKWORLD_WORKFLOWS_PATH } from '../../workers/plugin.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 
 /** A valid study spec; its questions are never read (preparing the study fails first). */
 const STUDY_SPEC = {

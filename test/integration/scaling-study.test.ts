@@ -5,12 +5,12 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cellStatesQuery } from '../../workflows/study-controls.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server.js';
-import { recordHistory } from '../support/histories.js';
-import { startPython, type PythonProcess } from '../support/python-process.js';
-import { eventually } from '../support/temporal.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer, type ScriptedRequest } from '../../testkit/model-server.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
+import { startPython, type PythonProcess } from '../../testkit/python-process.js';
+import { eventually } from '../../testkit/temporal.js';
+import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
 
 /** Seed pool (8 questions, 2 domains) and test set (4); numeric and multiple-choice answers. */
 const SEEDS = [

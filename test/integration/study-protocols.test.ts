@@ -37,8 +37,8 @@ import { sampleQuestion } from '../../activities/study/sampling.js';
 import { ModelEndpointSchema } from '../../schemas/model-endpoint.js';
 import type { Protocol } from '../../schemas/scaling-study-spec.js';
 import { ScalingStudySpecSchema, type ScalingStudySpec } from '../../schemas/scaling-study-spec.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer, type ScriptedRequest } from '../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer, type ScriptedRequest } from '../../testkit/model-server.js';
 
 interface Seed {
   readonly id: string;

@@ -6,11 +6,11 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { statusQuery } from '../../workflows/controls.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script.js';
-import { eventually } from '../support/temporal.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../../testkit/synthesis-script.js';
+import { eventually } from '../../testkit/temporal.js';
+import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
 
 const TASKS = 20;
 /** Finished-task counts at which the worker is killed. */

@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls.js';
 import { stageQuery, taskStageQuery } from '../../workflows/synthesis-controls.js';
 import { TaskStageSchema } from '../../schemas/synthesis-records.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../support/synthesis-script.js';
-import { recordHistory } from '../support/histories.js';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../../testkit/synthesis-script.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
 const TASKS = 20;
 const expectedKept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter(

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { registerSearchAttributes } from '../../deploy/search-attributes.js';
 import { startDevServer, type DevServer, type DevServerOptions } from '../../deploy/temporal-dev-server.js';
 import { statusQuery } from '../../workflows/controls.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { freePort } from '../support/ports.js';
-import { eventually, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { freePort } from '../../testkit/ports.js';
+import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
 describe('the Temporal server restarted mid-run', () => {
   let dir: string;

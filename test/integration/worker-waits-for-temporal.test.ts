@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { freePort } from '../support/ports.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { freePort } from '../../testkit/ports.js';
+import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
 
 /** A TCP forwarder from `port` to `target` (host:port): the Temporal frontend "coming up" there. */
 async function forward(port: number, target: string): Promise<net.Server> {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { MOCKWORLD_WORKFLOWS_PATH } from '../../workers/plugin.js';
-import { HISTORIES_DIR, type RecordedHistory } from '../support/histories.js';
+import { HISTORIES_DIR, type RecordedHistory } from '../../testkit/vitest/histories.js';
 
 describe('recorded workflow histories', () => {
   it('replay without nondeterminism against the current workflow code', async () => {

@@ -20,8 +20,8 @@ import {
 } from '../../services/codec/payload-codec.js';
 import { connectClient } from '../../cli/temporal-client.js';
 import { MockworldPlugin } from '../../workers/plugin.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
 
 const newKey = () => randomBytes(32);
 const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));

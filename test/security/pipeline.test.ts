@@ -9,14 +9,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { canonicalJson, createModelClient } from '../../activities/llm/index.js';
 import { getPool } from '../../activities/store/db.js';
 import { judgeEpisode } from '../../activities/reward/index.js';
-import { createTestDatabase, query, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import {
   startModelServer,
   type ModelServer,
   type Reply,
   type ScriptedRequest,
-} from '../support/model-server.js';
-import { startTestWorker, type TestWorker } from '../support/temporal.js';
+} from '../../testkit/model-server.js';
+import { startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 import { tableNames } from '../badinput/db-snapshot.js';
 
 /**

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConnectionError, retryOnConnectionError } from '../../activities/store/db.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/ports.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { freePort } from '../../testkit/ports.js';
 
 const refused = () =>
   Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listMigrations, migrate } from '../../activities/store/migrate.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 
 describe('migrations', () => {
   let db: TestDatabase;

@@ -6,8 +6,8 @@ import { cacheKey, identify } from '../../../activities/llm/cache-key.js';
 import { createModelClient, type ModelCall, type ModelClient } from '../../../activities/llm/index.js';
 import { getPool } from '../../../activities/store/db.js';
 import { SamplingSchema } from '../../../schemas/model-endpoint.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import { callRows, endpointOf, query, sampling, teacherCall } from './fixtures.js';
 
 describe('the model response cache and usage ledger', () => {

@@ -5,8 +5,8 @@ import {
   type ModelEndpointInput,
 } from '../../../schemas/model-endpoint.js';
 import type { ModelCall } from '../../../activities/llm/index.js';
-import type { ModelServer } from '../../support/model-server.js';
-import { query } from '../../support/database.js';
+import type { ModelServer } from '../../../testkit/model-server.js';
+import { query } from '../../../testkit/database.js';
 
 /**
  * An endpoint on the test server. Give each test its own `model` name: limiters and cache keys

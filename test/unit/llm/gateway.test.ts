@@ -11,8 +11,8 @@ import {
 } from '../../../activities/llm/index.js';
 import { GATEWAY_COMPLETE_PATH } from '../../../activities/llm/gateway-client.js';
 import { startModelGateway, type ModelGateway } from '../../../services/gateway/model-gateway.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import { endpointOf, query, teacherCall } from './fixtures.js';
 
 const LLM_INDEX = new URL('../../../activities/llm/index.ts', import.meta.url).pathname;

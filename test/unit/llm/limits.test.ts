@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelClient, type ModelClient } from '../../../activities/llm/index.js';
 import type { ModelEndpointInput } from '../../../schemas/model-endpoint.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import { endpointOf, sampling, system } from './fixtures.js';
 
 /** Most arrivals in any window of `windowMs`, from sorted arrival times. */

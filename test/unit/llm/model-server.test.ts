@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { roleOf, startModelServer, type ModelServer } from '../../support/model-server.js';
-import { eventually } from '../../support/temporal.js';
+import { roleOf, startModelServer, type ModelServer } from '../../../testkit/model-server.js';
+import { eventually } from '../../../testkit/temporal.js';
 
 const post = (server: ModelServer, path: string, body: unknown, signal?: AbortSignal) =>
   fetch(`${server.url}${path}`, {

@@ -5,8 +5,8 @@ import {
   ModelRetriesExhaustedError,
   type ModelClient,
 } from '../../../activities/llm/index.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import { callRows, endpointOf, query, sampling, system } from './fixtures.js';
 
 describe('model calls under upstream faults', () => {

@@ -1,8 +1,8 @@
 import type { Rubric } from '../../../schemas/synthesis-records.js';
 import { ModelEndpointSchema } from '../../../schemas/model-endpoint.js';
 import type { JudgeInputData } from '../../../activities/reward/index.js';
-import type { ModelServer, ScriptedRequest } from '../../support/model-server.js';
-import { query } from '../../support/database.js';
+import type { ModelServer, ScriptedRequest } from '../../../testkit/model-server.js';
+import { query } from '../../../testkit/database.js';
 
 /** A rubric with two sub-goals, one required interaction and one forbidden behaviour. */
 export const RUBRIC: Rubric = {

@@ -12,8 +12,8 @@ import {
   type JudgeInputData,
 } from '../../../activities/reward/index.js';
 import { getPool } from '../../../activities/store/db.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer, type Rule } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer, type Rule } from '../../../testkit/model-server.js';
 import { insertJudgeable, isRepair, judgeInput, promptOf, query, RUBRIC, verdicts } from './fixtures.js';
 
 interface JudgementRow {

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModelClient, type ModelClient } from '../../../activities/llm/index.js';
 import { judgeResponse } from '../../../activities/study/judge.js';
 import { ModelRoleSchema } from '../../../schemas/model-endpoint.js';
-import { createTestDatabase, query, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer, type ScriptedRequest } from '../../support/model-server.js';
+import { createTestDatabase, query, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer, type ScriptedRequest } from '../../../testkit/model-server.js';
 
 /** A judge that rambles first; on the reminder it answers JSON when its question says so. */
 function rambler(request: ScriptedRequest): string {

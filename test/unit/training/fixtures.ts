@@ -1,5 +1,5 @@
 import type { FunctionTool } from '../../../schemas/function-tool.js';
-import { query } from '../../support/database.js';
+import { query } from '../../../testkit/database.js';
 
 /** The task's own tool. */
 export const TOOLS: FunctionTool[] = [

@@ -3,8 +3,8 @@ import { createModelClient } from '../../../activities/llm/index.js';
 import { runRollout, type RolloutInput } from '../../../activities/training/index.js';
 import { createEpisodeRunner } from '../../../activities/world/index.js';
 import { ModelEndpointSchema } from '../../../schemas/model-endpoint.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import { insertTasks, query } from './fixtures.js';
 
 describe('runRollout', () => {

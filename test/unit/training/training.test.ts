@@ -15,7 +15,7 @@ import {
   type TrainerBatchItem,
 } from '../../../activities/training/index.js';
 import { ASK_USER_TOOL } from '../../../activities/world/index.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
 import {
   insertCall,
   insertEpisode,

@@ -10,8 +10,8 @@ import {
   type EpisodeInputData,
   type EpisodeProgress,
 } from '../../../activities/world/index.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer, type Rule } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer, type Rule } from '../../../testkit/model-server.js';
 import {
   agentTurns,
   answeredCalls,

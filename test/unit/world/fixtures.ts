@@ -2,8 +2,8 @@ import pg from 'pg';
 import type { FunctionTool } from '../../../schemas/function-tool.js';
 import { ModelEndpointSchema, type ModelRole } from '../../../schemas/model-endpoint.js';
 import type { EpisodeInputData } from '../../../activities/world/index.js';
-import type { ChatRequestBody, Reply, ScriptedRequest } from '../../support/model-server.js';
-import { query } from '../../support/database.js';
+import type { ChatRequestBody, Reply, ScriptedRequest } from '../../../testkit/model-server.js';
+import { query } from '../../../testkit/database.js';
 
 /** The task's own tools: one to look an order up, one to search the catalogue. */
 export const TOOLS: FunctionTool[] = [

@@ -11,8 +11,8 @@ import {
   type MappingEntry,
   type ToolMappingOptions,
 } from '../../../activities/world/index.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { startModelServer, type ModelServer } from '../../support/model-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import {
   agentTurns,
   answeredCalls,

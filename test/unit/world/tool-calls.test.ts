@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import { describe, expect, it, vi } from 'vitest';
 import type { FunctionTool } from '../../../schemas/function-tool.js';
 import { ASK_USER_TOOL, argsKey, canonicalArgs, validateToolCall } from '../../../activities/world/index.js';
-import { roleOf } from '../../support/model-server.js';
+import { roleOf } from '../../../testkit/model-server.js';
 import { TOOLS } from './fixtures.js';
 
 const tools = [...TOOLS, ASK_USER_TOOL];

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mulberry32 } from '../../activities/training/sampling.js';
+import { mulberry32 } from '../activities/training/sampling.js';
 
 /**
  * A local OpenAI-compatible model server for tests and benchmarks: the only test double of the

@@ -15,9 +15,9 @@ import { validateToolCall } from '../../activities/world/tool-validation.js';
 import { canonicalJson } from '../../activities/llm/cache-key.js';
 import type { FunctionTool } from '../../schemas/function-tool.js';
 import { taskIdOf } from '../../workflows/synthesis-task.js';
-import { query } from '../../test/support/database.js';
-import { fixtureTaskId } from '../../test/support/grpo-fixture.js';
-import { replayRecordedSteps, type Replay } from '../../test/support/grpo-replay.js';
+import { query } from '../database.js';
+import { fixtureTaskId } from '../grpo-fixture.js';
+import { replayRecordedSteps, type Replay } from '../grpo-replay.js';
 import type { TemporalObserver } from './observe.js';
 import { FIXTURE_SYNTHESIS_RUN } from './workload.js';
 

@@ -360,11 +360,11 @@ export function startModelGatewayProcess(env: Record<string, string>): {
   readonly url: Promise<string>;
   kill(): Promise<void>;
 } {
-  const child = spawn(
-    process.execPath,
-    [...nodeEntryArgs('cli/main'), 'gateway', '--port', '0'],
-    { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(process.execPath, [...nodeEntryArgs('cli/main'), 'gateway', '--port', '0'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const url = new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {

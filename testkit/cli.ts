@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../../deploy/paths.js';
+import { REPO_ROOT } from '../deploy/paths.js';
 
 const exec = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { nodeEntryArgs, REPO_ROOT } from '../../deploy/paths.js';
+import { nodeEntryArgs, REPO_ROOT } from '../deploy/paths.js';
 
 /** A CPU worker in its own OS process, so a test can SIGKILL it like a failing node. */
 export interface WorkerProcess {
@@ -11,15 +11,11 @@ export interface WorkerProcess {
 
 /** Starts `workers/cpu-worker.ts` as a separate process with the given environment. */
 export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
-  const child = spawn(
-    process.execPath,
-    nodeEntryArgs('workers/cpu-worker'),
-    {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, nodeEntryArgs('workers/cpu-worker'), {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);

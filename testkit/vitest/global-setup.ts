@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { registerSearchAttributes } from '../../deploy/search-attributes.js';
 import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
 import { startDevServer } from '../../deploy/temporal-dev-server.js';
-import { freePort } from './ports.js';
+import { freePort } from '../ports.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

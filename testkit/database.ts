@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { closePools, dropDatabase, getPool } from '../../activities/store/db.js';
-import { migrate } from '../../activities/store/migrate.js';
+import { closePools, dropDatabase, getPool } from '../activities/store/db.js';
+import { migrate } from '../activities/store/migrate.js';
 
 const ADMIN_URL = process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 

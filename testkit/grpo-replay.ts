@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../../deploy/paths.js';
+import { REPO_ROOT } from '../deploy/paths.js';
 
 const execFileAsync = promisify(execFile);
 

@@ -25,19 +25,19 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@tempo
 import { mulberry32 } from '../../activities/training/sampling.js';
 import { registerSearchAttributes } from '../../deploy/search-attributes.js';
 import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
-import { startCountingProxy, type CountingProxy } from '../../test/support/counting-proxy.js';
-import { createTestDatabase, query, type TestDatabase } from '../../test/support/database.js';
-import { grpoFixtureScript, insertFixtureTasks } from '../../test/support/grpo-fixture.js';
+import { startCountingProxy, type CountingProxy } from '../counting-proxy.js';
+import { createTestDatabase, query, type TestDatabase } from '../database.js';
+import { grpoFixtureScript, insertFixtureTasks } from '../grpo-fixture.js';
 import {
   startModelServer,
   type FaultKind,
   type ModelServer,
   type ModelServerStats,
-} from '../../test/support/model-server.js';
-import { freePort } from '../../test/support/ports.js';
-import { startPython } from '../../test/support/python-process.js';
-import { scriptedPersonas, synthesisScript } from '../../test/support/synthesis-script.js';
-import { startWorkerProcess } from '../../test/support/worker-process.js';
+} from '../model-server.js';
+import { freePort } from '../ports.js';
+import { startPython } from '../python-process.js';
+import { scriptedPersonas, synthesisScript } from '../synthesis-script.js';
+import { startWorkerProcess } from '../worker-process.js';
 import {
   auditGrpo,
   auditMappings,

@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { registerSearchAttributes } from '../../deploy/search-attributes.js';
-import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
-import { startDevServer, type DevServer } from '../../deploy/temporal-dev-server.js';
-import { freePort } from '../../test/support/ports.js';
+import { registerSearchAttributes } from '../deploy/search-attributes.js';
+import { ensureTemporalCli } from '../deploy/temporal-cli.js';
+import { startDevServer, type DevServer } from '../deploy/temporal-dev-server.js';
+import { freePort } from './ports.js';
 
 /**
  * What every benchmark process sets up first: a temp dir (its MOCKWORLD_HOME), a nonce for names,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { MockworldPlugin } from '../../workers/plugin.js';
+import { MockworldPlugin } from '../workers/plugin.js';
 
 /** A client and a real in-process worker (with the mockworld plugin) on a fresh task queue. */
 export interface TestWorker {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { stopChild } from '../../deploy/processes.js';
-import { startModelServer, type ModelServerStats, type Script } from '../../test/support/model-server.js';
+import { stopChild } from '../deploy/processes.js';
+import { startModelServer, type ModelServerStats, type Script } from './model-server.js';
 
 /**
  * The scripted test model server in a child process of its own, so its CPU is counted apart from

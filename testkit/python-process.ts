@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT } from '../../deploy/paths.js';
+import { REPO_ROOT } from '../deploy/paths.js';
 
 /** A Python process of the trainer package (worker or policy server), run from the trainer venv. */
 export interface PythonProcess {

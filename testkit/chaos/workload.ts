@@ -3,9 +3,9 @@
  * of the synthesis tests, and GrpoTraining runs on fixture tasks with the real Python trainer and
  * policy server, the same shapes as the integration tests (small, but every stage real).
  */
-import { fixturePolicy } from '../../test/support/grpo-fixture.js';
+import { fixturePolicy } from '../grpo-fixture.js';
 
-/** The fictitious synthesis run whose kept tasks (test/support/grpo-fixture.ts) the GRPO runs train on. */
+/** The fictitious synthesis run whose kept tasks (testkit/grpo-fixture.ts) the GRPO runs train on. */
 export const FIXTURE_SYNTHESIS_RUN = 'chaos-fixture';
 
 /** Settings of the workload. */
