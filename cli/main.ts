@@ -18,24 +18,13 @@ import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../services/codec/cod
 import { payloadCodecFromEnvironment } from '../services/codec/payload-codec.js';
 import { connectWorker, createCpuWorker, runCpuWorker } from '../workers/cpu-worker.js';
 import { startModelGateway } from '../services/gateway/model-gateway.js';
-import {
-  cancelRun,
-  describeRun,
-  queryRun,
-  writeRewardPlot,
-  exportRun,
-  readReport,
-  signalRun,
-  startRun,
-  taskStage,
-  waitForRun,
-  type RunReport,
-} from './run-commands.js';
+import { cancelRun, describeRun, queryRun, signalRun, startRun, taskStage } from '../client/runs.js';
+import { connectClient } from '../client/connect.js';
+import { writeRewardPlot, exportRun, readReport, waitForRun, type RunReport } from './run-commands.js';
 import { renderSummary } from './summary-view.js';
 import { renderIterations } from './training-view.js';
 import { readSpecFile } from './spec-file.js';
 import { renderRecord, renderTable } from './table.js';
-import { connectClient } from './temporal-client.js';
 
 const USAGE = `mockworld: durable ML pipelines on Temporal
 

@@ -18,7 +18,7 @@ import {
   payloadCodecFromEnvironment,
   withPayloadCodec,
 } from '../../services/codec/payload-codec.js';
-import { connectClient } from '../../cli/temporal-client.js';
+import { connectClient } from '../../client/connect.js';
 import { MockworldPlugin } from '../../workers/plugin.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
