@@ -18,6 +18,8 @@ export const SPEC_SCHEMAS = {
 
 /** A pipeline kind. */
 export type SpecKind = keyof typeof SPEC_SCHEMAS;
+/** A validated spec of kind `K`. */
+export type SpecOfKind<K extends SpecKind> = z.infer<(typeof SPEC_SCHEMAS)[K]>;
 /** A validated spec of any kind. */
 export type AnySpec = z.infer<(typeof SPEC_SCHEMAS)[SpecKind]>;
 

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import { SpecValidationError } from '../schemas/spec-error.js';
-import type { parseSpecOfKind, SpecKind } from '../schemas/specs.js';
+import type { SpecKind, SpecOfKind } from '../schemas/specs.js';
 
 /**
  * Validates the workflow's only argument. An invalid spec fails the run at once with a
@@ -14,7 +14,7 @@ import type { parseSpecOfKind, SpecKind } from '../schemas/specs.js';
 export async function validateSpec<K extends SpecKind>(
   kind: K,
   input: unknown,
-): Promise<ReturnType<typeof parseSpecOfKind<K>>> {
+): Promise<SpecOfKind<K>> {
   const { parseSpecOfKind } = await import(/* webpackMode: "eager" */ '../schemas/specs.js');
   try {
     return parseSpecOfKind(kind, input);
