@@ -843,7 +843,7 @@ async function startWorkers(
     );
   } else {
     python = startPython(
-      'workers.trainer.worker',
+      'mockworld_trainer.worker',
       [],
       {
         TEMPORAL_ADDRESS: ctx.server.address,

@@ -33,7 +33,7 @@ export async function trainerUp(log: (line: string) => void, env: Environment): 
   const worker = managedProcess(env.MOCKWORLD_HOME, 'trainer-worker');
   if (await livePid(worker)) log(`trainer    already running (log ${worker.logFile})`);
   else {
-    await spawnDetached(worker, python, ['-m', 'workers.trainer.worker'], REPO_ROOT);
+    await spawnDetached(worker, python, ['-m', 'mockworld_trainer.worker'], REPO_ROOT);
     log(`trainer    worker started on the gpu task queue (log ${worker.logFile})`);
   }
   const url = localPolicyUrl(env);
@@ -47,7 +47,7 @@ export async function trainerUp(log: (line: string) => void, env: Environment): 
     python,
     [
       '-m',
-      'workers.trainer.policy_server',
+      'mockworld_trainer.policy_server',
       '--any-run',
       '--base',
       'tiny',

@@ -24,8 +24,8 @@ const REPLAY = String.raw`
 import json, shutil, sys, tempfile
 import torch
 from safetensors.torch import load_file
-from workers.trainer.checkpoint import CheckpointStore
-from workers.trainer.trainer import Trainer
+from mockworld_trainer.checkpoint import CheckpointStore
+from mockworld_trainer.trainer import Trainer
 
 root, runs = sys.argv[1], json.loads(sys.argv[2])
 store = CheckpointStore(root)

@@ -1,4 +1,4 @@
-/** Default ε of {@link groupAdvantages}; the trainer's `adv_eps` default (workers/trainer/config.py). */
+/** Default ε of {@link groupAdvantages}; the trainer's `adv_eps` default (workers/trainer/mockworld_trainer/config.py). */
 export const DEFAULT_ADVANTAGE_EPS = 1e-6;
 
 /** Per-rollout advantages and how many groups carried no learning signal. */
@@ -17,7 +17,7 @@ export interface GroupAdvantages {
  *
  *     A_i = (r_i − mean_g(r)) / (std_g(r) + ε)    within each group g of rollouts of one task
  *
- * The same definition as `group_advantages` in workers/trainer/grpo.py, so TypeScript-side
+ * The same definition as `group_advantages` in workers/trainer/mockworld_trainer/grpo.py, so TypeScript-side
  * metrics and batches agree with what the trainer optimizes: std is the sample
  * (Bessel-corrected, n − 1) standard deviation, as `torch.std` in the trainer, VERL and TRL; a
  * group whose std is below ε — all rewards equal, or a single rollout — has zero variance, gets

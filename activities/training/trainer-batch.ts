@@ -6,7 +6,7 @@ import { inTransaction } from '../store/db.js';
 import { ASK_USER_TOOL } from '../world/index.js';
 import { TrainerBatchError } from './errors.js';
 
-/** Table the Python trainer reads `postgres` batch references from (workers/trainer/batches.py). */
+/** Table the Python trainer reads `postgres` batch references from (workers/trainer/mockworld_trainer/batches.py). */
 export const TRAINER_BATCHES_TABLE = 'trainer_batches';
 /** Rows per INSERT statement (keeps one statement's JSON parameter bounded). */
 const INSERT_CHUNK = 128;

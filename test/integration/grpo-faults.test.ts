@@ -86,7 +86,7 @@ async function startStack(
       DATABASE_URL: db.url,
     };
     const policy = startPython(
-      'workers.trainer.policy_server',
+      'mockworld_trainer.policy_server',
       [
         '--run-id',
         runId,
@@ -133,7 +133,7 @@ async function startStack(
 }
 
 function startTrainer(env: Record<string, string>): PythonProcess {
-  return startPython('workers.trainer.worker', [], env, /trainer worker:/);
+  return startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
 }
 
 /** The training spec: 2 tasks x 4 rollouts per iteration, 3 iterations, 2 AdamW updates per step. */

@@ -39,9 +39,9 @@ describe('GRPO training in the mock world', () => {
       MOCKWORLD_TRAINER_DEVICE: 'cpu',
       DATABASE_URL: db.url,
     };
-    trainer = startPython('workers.trainer.worker', [], env, /trainer worker:/);
+    trainer = startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
     policy = startPython(
-      'workers.trainer.policy_server',
+      'mockworld_trainer.policy_server',
       ['--run-id', runId, '--port', '0', '--base', 'tiny', '--default-max-tokens', '32'],
       env,
       /policy server for run/,

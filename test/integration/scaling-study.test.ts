@@ -91,9 +91,9 @@ describe('a tiny scaling study (2 protocols x 2 budgets x 1 seed)', () => {
       MOCKWORLD_CHECKPOINT_DIR: path.join(dir, 'checkpoints'),
       MOCKWORLD_TRAINER_DEVICE: 'cpu',
     };
-    trainer = startPython('workers.trainer.worker', [], env, /trainer worker:/);
+    trainer = startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
     policy = startPython(
-      'workers.trainer.policy_server',
+      'mockworld_trainer.policy_server',
       ['--any-run', '--port', '0', '--base', 'tiny', '--default-max-tokens', '16'],
       env,
       /policy server/,

@@ -340,7 +340,7 @@ export function createChaos(options: ChaosOptions): Chaos {
         env.MOCKWORLD_MODEL_GATEWAY_URL = await gateway.url;
       }
       const policy = startPython(
-        'workers.trainer.policy_server',
+        'mockworld_trainer.policy_server',
         ['--any-run', '--port', '0', '--base', 'tiny', '--default-max-tokens', '32'],
         env,
         /policy server for runs under/,
@@ -356,7 +356,7 @@ export function createChaos(options: ChaosOptions): Chaos {
 
       const trainer = new Supervised(
         'trainer worker',
-        () => startPython('workers.trainer.worker', [], env, /trainer worker:/),
+        () => startPython('mockworld_trainer.worker', [], env, /trainer worker:/),
         log,
       );
       const workers = Array.from(

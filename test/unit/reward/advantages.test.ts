@@ -47,7 +47,7 @@ describe('group-normalized advantages', () => {
     expect(zeroVarianceGroups).toBe(2);
   });
 
-  it('agrees with group_advantages of workers/trainer/grpo.py to float32 precision', () => {
+  it('agrees with group_advantages of workers/trainer/mockworld_trainer/grpo.py to float32 precision', () => {
     // Printed by the trainer: group_advantages(torch.tensor([1, 0.2, 0.5, 0.6, 0]), ['a','b','a','b','a']).
     const fromTrainer = [
       0.9999979734420776, -0.7071042656898499, 0.0, 0.7071042656898499, -0.9999979734420776,

@@ -161,7 +161,7 @@ describe('buildTrainerBatch', () => {
     await buildTrainerBatch(getPool(db.url), { runId, step: 4, items });
     const script = [
       'import json',
-      'from workers.trainer.batches import parse_batch_ref, load_batch',
+      'from mockworld_trainer.batches import parse_batch_ref, load_batch',
       `ref = parse_batch_ref({"kind": "postgres"}, ${JSON.stringify(runId)}, 4)`,
       'records = load_batch(ref, grpo=True)',
       'print(json.dumps([{"group_id": r.group_id, "reward": r.reward, "n": len(r.messages), "tools": len(r.tools)} for r in records]))',

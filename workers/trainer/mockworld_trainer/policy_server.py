@@ -1,7 +1,7 @@
 """An OpenAI-compatible chat endpoint that serves the latest weights of training runs (weight sync).
 
-``python -m workers.trainer.policy_server --run-id R [--port 8000] [--base tiny|PATH|JSON]``
-``python -m workers.trainer.policy_server --any-run [--max-loaded-runs 2] [--base tiny|PATH|JSON]``
+``python -m mockworld_trainer.policy_server --run-id R [--port 8000] [--base tiny|PATH|JSON]``
+``python -m mockworld_trainer.policy_server --any-run [--max-loaded-runs 2] [--base tiny|PATH|JSON]``
 
 For CPU and single-machine runs: rollouts of GRPO iteration n+1 must be sampled from the policy that
 step n produced. This server reads the trainer's checkpoints (checkpoint.py layout) and, before each
@@ -1087,7 +1087,7 @@ def parse_base(text: str | None) -> ModelSpec | None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m workers.trainer.policy_server",
+        prog="python -m mockworld_trainer.policy_server",
         description="OpenAI-compatible chat endpoint serving the latest applied step of a training run "
         "(--run-id), or of any run under the checkpoint directory, named by each request's model (--any-run).",
     )

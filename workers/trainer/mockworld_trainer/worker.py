@@ -1,4 +1,4 @@
-"""GPU trainer worker: ``python -m workers.trainer.worker``.
+"""GPU trainer worker: ``python -m mockworld_trainer.worker``.
 
 Serves trainer.grpoStep, trainer.sftStep, trainer.saveCheckpoint and trainer.latestPolicy on the task
 queue MOCKWORLD_GPU_TASK_QUEUE (default mockworld-gpu) of TEMPORAL_ADDRESS (default 127.0.0.1:7233),

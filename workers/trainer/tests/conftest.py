@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)  # a 27k-parameter model gains nothing from threads, and CI's 2 cores are shared
 
 from trainer_data import rollout_batch, write_jsonl  # noqa: E402
 
-from workers.trainer.checkpoint import CheckpointStore  # noqa: E402
-from workers.trainer.trainer import Trainer  # noqa: E402
+from mockworld_trainer.checkpoint import CheckpointStore  # noqa: E402
+from mockworld_trainer.trainer import Trainer  # noqa: E402
 
 
 @pytest.fixture

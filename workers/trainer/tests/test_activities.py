@@ -16,7 +16,7 @@ from temporalio.testing import ActivityEnvironment
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from workers.trainer.activities import TrainerActivities
+from mockworld_trainer.activities import TrainerActivities
 
 CFG = {"lr": 1e-3, "micro_batch_size": 4}
 STEP_KEYS = {"run_id", "step", "kind", "metrics", "model_path", "applied_at", "replayed"}

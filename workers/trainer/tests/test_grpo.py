@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from workers.trainer.grpo import group_advantages, grpo_surrogate_loss
+from mockworld_trainer.grpo import group_advantages, grpo_surrogate_loss
 
 
 def test_advantages_are_normalized_within_each_group_with_the_sample_std():

@@ -6,9 +6,9 @@ import pytest
 import torch
 from trainer_data import TINY, byte_level_hf_tokenizer, make_pretrained_dir, transcript
 
-from workers.trainer.config import parse_model_spec
-from workers.trainer.errors import BadRequestError
-from workers.trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_model, load_tokenizer
+from mockworld_trainer.config import parse_model_spec
+from mockworld_trainer.errors import BadRequestError
+from mockworld_trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_model, load_tokenizer
 
 
 def _segments(ids, mask, decode):

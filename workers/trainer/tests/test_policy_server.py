@@ -10,18 +10,16 @@ import threading
 import urllib.error
 import urllib.request
 import weakref
-from pathlib import Path
 
 import pytest
 import torch
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 
-from workers.trainer import policy_server
-from workers.trainer.config import TinyModelSpec
-from workers.trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_tokenizer
-from workers.trainer.policy_server import PolicyServer, parse_tool_calls
+from mockworld_trainer import policy_server
+from mockworld_trainer.config import TinyModelSpec
+from mockworld_trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_tokenizer
+from mockworld_trainer.policy_server import PolicyServer, parse_tool_calls
 
-ROOT = Path(__file__).resolve().parents[3]
 TINY_SPEC = TinyModelSpec(**{k: v for k, v in TINY.items() if k != "kind"})
 TOOLS = [
     {"type": "function", "function": {"name": "get_logs", "parameters": {"type": "object"}}},
@@ -278,7 +276,7 @@ def test_a_run_directory_that_already_has_steps_is_served_from_its_latest_step(t
 
 
 def test_a_pretrained_model_is_prompted_with_the_trainers_chat_template_tokens(serve, tmp_path):
-    from workers.trainer.config import PretrainedModelSpec
+    from mockworld_trainer.config import PretrainedModelSpec
 
     spec = PretrainedModelSpec(path=str(make_pretrained_dir(tmp_path / "base")))
     server = serve("wf-pre", base=spec)

@@ -8,13 +8,13 @@ import math
 import torch
 from trainer_data import TINY, rollout_batch, transcript
 
-from workers.trainer.batches import parse_records
-from workers.trainer.config import parse_model_spec, parse_step_config
-from workers.trainer.grpo import group_advantages, grpo_surrogate_loss
-from workers.trainer.grpo_step import encode_records, grpo_update
-from workers.trainer.model import Policy, load_model, load_tokenizer, pad_batch, token_logprobs
-from workers.trainer.optim import clip_and_step, make_optimizer, norm_metrics
-from workers.trainer.sft import sft_update
+from mockworld_trainer.batches import parse_records
+from mockworld_trainer.config import parse_model_spec, parse_step_config
+from mockworld_trainer.grpo import group_advantages, grpo_surrogate_loss
+from mockworld_trainer.grpo_step import encode_records, grpo_update
+from mockworld_trainer.model import Policy, load_model, load_tokenizer, pad_batch, token_logprobs
+from mockworld_trainer.optim import clip_and_step, make_optimizer, norm_metrics
+from mockworld_trainer.sft import sft_update
 
 CPU = torch.device("cpu")
 

@@ -7,10 +7,10 @@ import torch
 from safetensors.torch import load_file
 from trainer_data import TINY
 
-from workers.trainer import checkpoint as checkpoint_module
-from workers.trainer.checkpoint import CheckpointStore
-from workers.trainer.errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
-from workers.trainer.trainer import Trainer
+from mockworld_trainer import checkpoint as checkpoint_module
+from mockworld_trainer.checkpoint import CheckpointStore
+from mockworld_trainer.errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
+from mockworld_trainer.trainer import Trainer
 
 CFG = {"lr": 1e-3, "micro_batch_size": 8}
 CPU = torch.device("cpu")

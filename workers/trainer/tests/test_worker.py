@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trainer_data import TINY
 
-from workers.trainer.worker import build_worker, connect, settings
+from mockworld_trainer.worker import build_worker, connect, settings
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -89,8 +89,8 @@ def make_pretrained_dir(path: Path) -> Path:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from workers.trainer.config import TinyModelSpec
-    from workers.trainer.model import tiny_config
+    from mockworld_trainer.config import TinyModelSpec
+    from mockworld_trainer.model import tiny_config
 
     hf = byte_level_hf_tokenizer()
     cfg = tiny_config(TinyModelSpec())
