@@ -7,3 +7,6 @@ export { GrpoGroup } from './grpo-group.js';
 export { ScalingStudy } from './scaling-study.js';
 export { StudySampling } from './study-sampling.js';
 export { StudyCell } from './study-cell.js';
+// Any other type: fails at once with the kinds above (a bundle that re-exports this module
+// should re-export `default` too).
+export { UnknownWorkflowType as default } from './unknown-type.js';
