@@ -2,29 +2,26 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { closePools, getPool, redactUrl } from '../activities/store/db.js';
-import { migrate } from '../activities/store/migrate.js';
+import { closePools, getPool } from '../activities/store/db.js';
 import { writeStudyReport } from '../activities/study/report.js';
 import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../activities/synthesis/import.js';
+import { cancelRun, describeRun, queryRun, signalRun, startRun, taskStage } from '../client/runs.js';
+import { connectClient } from '../client/connect.js';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { stackDown, stackStatus, stackUp } from '../deploy/stack.js';
-import { trainerUp } from '../deploy/trainer-stack.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { SpecValidationError } from '../schemas/spec-error.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflows/grpo-controls.js';
 import { cellStatesQuery } from '../workflows/study-controls.js';
-import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../services/codec/codec-server.js';
-import { payloadCodecFromEnvironment } from '../services/codec/payload-codec.js';
-import { connectWorker, createCpuWorker, runCpuWorker } from '../workers/cpu-worker.js';
-import { startModelGateway } from '../services/gateway/model-gateway.js';
-import { cancelRun, describeRun, queryRun, signalRun, startRun, taskStage } from '../client/runs.js';
-import { connectClient } from '../client/connect.js';
-import { writeRewardPlot, exportRun, readReport, waitForRun, type RunReport } from './run-commands.js';
-import { renderSummary } from './summary-view.js';
-import { renderIterations } from './training-view.js';
+import { runCpuWorker } from '../workers/cpu-worker.js';
+import { demo } from './demo.js';
+import { renderReport } from './report-view.js';
+import { exportRun, readReport, waitForRun, writeRewardPlot } from './run-commands.js';
+import { codecServer, modelGateway } from './service-commands.js';
 import { readSpecFile } from './spec-file.js';
+import { renderSummary } from './summary-view.js';
 import { renderRecord, renderTable } from './table.js';
+import { UsageError } from './usage.js';
 
 const USAGE = `mockworld: durable ML pipelines on Temporal
 
@@ -255,148 +252,6 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError(`unknown command "${command}"`);
   }
 }
-
-/** A stored run as tables: its summary, and its model usage by role when the run has its own calls. */
-function renderReport(report: RunReport): string {
-  // A training run's latest metrics are the last row of its per-iteration table.
-  const { latestMetrics: _shownBelow, ...summary } = report.summary ?? {};
-  const parts = [
-    `${report.kind} run ${report.runId}: ${report.status}`,
-    '',
-    renderSummary(report.iterations ? summary : (report.summary ?? {})),
-  ];
-  if (report.iterations) parts.push('', 'metrics per iteration', renderIterations(report.iterations));
-  if (report.usage.length)
-    parts.push('', 'model usage by role', renderTable(report.usage as unknown as Record<string, unknown>[]));
-  return parts.join('\n');
-}
-
-/** The README's main job: bring the stack up, serve a worker in-process, run a spec, report. */
-async function demo(specFile: string): Promise<number> {
-  const spec = await readSpecFile(specFile);
-  // The demo prints its own progress; the SDK's per-worker INFO lines would drown it.
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  await stackUp((line) => console.log(line));
-  const env = loadEnvironment();
-  if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining')
-    await trainerUp((line) => console.log(line), env);
-  const connection = await connectWorker(env.TEMPORAL_ADDRESS);
-  const worker = await createCpuWorker(connection);
-  const client = await connectClient();
-  const outcome = worker.runUntil(async () => {
-    const id = await startRun(client, spec);
-    console.log(
-      `\nstarted ${spec.kind} run ${id}; watch it at http://localhost:${env.TEMPORAL_UI_PORT}/namespaces/${env.TEMPORAL_NAMESPACE}/workflows/${id}`,
-    );
-    await waitForRun(client, id);
-    return id;
-  });
-  const id = await outcome;
-  await connection.close();
-  const report = await readReport(id);
-  console.log(`\n${renderReport(report)}`);
-  if (report.kind === 'ScalingStudy') {
-    const written = await writeStudyReport(getPool(env.DATABASE_URL), id);
-    console.log(
-      `\n${await readFile(written.reportPath, 'utf8')}\nreport and plots: ${path.dirname(written.reportPath)}`,
-    );
-  }
-  const dataset = (report.summary as { dataset?: { tasksFile: string; verlFile: string } } | null)?.dataset;
-  if (dataset) console.log(`\ndataset:    ${dataset.tasksFile}\n            ${dataset.verlFile}`);
-  console.log(
-    `statistics: ./bin/mockworld report ${id}  (PostgreSQL ${redactUrl(env.DATABASE_URL)}, table runs)`,
-  );
-  console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
-  return 0;
-}
-
-/** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (README "Payload encryption"). */
-async function codecServer(values: { port?: string; host?: string; origin?: string[] }): Promise<number> {
-  const env = loadEnvironment();
-  const codec = payloadCodecFromEnvironment(env);
-  if (!codec)
-    throw new UsageError(
-      'mockworld codec-server needs MOCKWORLD_PAYLOAD_KEY, the key the workers encrypt with',
-    );
-  const port = parsePort(values.port, 8888);
-  const uiOrigins = [`http://localhost:${env.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${env.TEMPORAL_UI_PORT}`];
-  const allowedOrigins = values.origin?.length
-    ? values.origin
-    : [...new Set([...DEFAULT_ALLOWED_ORIGINS, ...uiOrigins])];
-  const server = await startCodecServer({
-    codec,
-    port,
-    host: values.host,
-    allowedOrigins,
-    authorization: env.MOCKWORLD_CODEC_AUTH,
-  });
-  console.log(`codec server listening on ${server.url} (key ${codec.keyId})`);
-  console.error(
-    `in the Temporal UI: Codec Server (top bar) > Remote Codec Endpoint = ${server.url}\n` +
-      `browser origins allowed: ${allowedOrigins.join(', ')}` +
-      `${env.MOCKWORLD_CODEC_AUTH ? '\nrequests must carry the Authorization header of MOCKWORLD_CODEC_AUTH' : ''}\nCtrl-C to stop`,
-  );
-  await untilInterrupted();
-  await server.close();
-  return 0;
-}
-
-/** Resolves at Ctrl-C or SIGTERM: the long-running commands then close what they serve. */
-function untilInterrupted(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-}
-
-/** Longest wait, at shutdown, for the gateway's calls in flight (model calls retry for minutes). */
-const GATEWAY_DRAIN_MS = 10 * 60_000;
-
-/** Serves the model gateway (README "On a cluster") until Ctrl-C. */
-async function modelGateway(values: { port?: string; host?: string }): Promise<number> {
-  const env = loadEnvironment();
-  const port = parsePort(values.port, 11437);
-  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(values.host ?? '127.0.0.1');
-  if (!loopback && !env.MOCKWORLD_MODEL_GATEWAY_AUTH) {
-    throw new UsageError(
-      `--host ${values.host} opens the gateway (and the API keys it spends) to the network: ` +
-        'set MOCKWORLD_MODEL_GATEWAY_AUTH on the gateway and the workers first',
-    );
-  }
-  await migrate(env.DATABASE_URL);
-  const gateway = await startModelGateway({
-    databaseUrl: env.DATABASE_URL,
-    port,
-    host: values.host,
-    authorization: env.MOCKWORLD_MODEL_GATEWAY_AUTH,
-  });
-  console.log(`model gateway listening on ${gateway.url}`);
-  console.error(
-    `ledger: ${redactUrl(env.DATABASE_URL)}\n` +
-      `workers: MOCKWORLD_MODEL_GATEWAY_URL=${gateway.url} mockworld worker` +
-      `${env.MOCKWORLD_MODEL_GATEWAY_AUTH ? ' (with the same MOCKWORLD_MODEL_GATEWAY_AUTH)' : ''}\nCtrl-C to stop`,
-  );
-  await untilInterrupted();
-  // Calls in flight are paid for: let them be answered and stored (a second Ctrl-C stops at once).
-  console.error(
-    `stopping: waiting for ${gateway.inFlight()} call(s) in flight to be stored (Ctrl-C again to stop now)`,
-  );
-  const cut = await Promise.race([gateway.drain(GATEWAY_DRAIN_MS), untilInterrupted().then(() => -1)]);
-  if (cut !== 0) {
-    await gateway.close();
-    console.error(`stopped with calls in flight; their retries will pay for them again`);
-  }
-  return 0;
-}
-
-function parsePort(value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) > 65_535)
-    throw new UsageError(`--port must be a port number, got ${value}`);
-  return Number(value);
-}
-
-class UsageError extends Error {}
 
 main(process.argv.slice(2))
   .then(async (code) => {

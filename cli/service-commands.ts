@@ -1,0 +1,94 @@
+import { migrate } from '../activities/store/migrate.js';
+import { redactUrl } from '../activities/store/db.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../services/codec/codec-server.js';
+import { payloadCodecFromEnvironment } from '../services/codec/payload-codec.js';
+import { startModelGateway } from '../services/gateway/model-gateway.js';
+import { UsageError } from './usage.js';
+
+/** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (README "Payload encryption"). */
+export async function codecServer(values: { port?: string; host?: string; origin?: string[] }): Promise<number> {
+  const env = loadEnvironment();
+  const codec = payloadCodecFromEnvironment(env);
+  if (!codec)
+    throw new UsageError(
+      'mockworld codec-server needs MOCKWORLD_PAYLOAD_KEY, the key the workers encrypt with',
+    );
+  const port = parsePort(values.port, 8888);
+  const uiOrigins = [`http://localhost:${env.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${env.TEMPORAL_UI_PORT}`];
+  const allowedOrigins = values.origin?.length
+    ? values.origin
+    : [...new Set([...DEFAULT_ALLOWED_ORIGINS, ...uiOrigins])];
+  const server = await startCodecServer({
+    codec,
+    port,
+    host: values.host,
+    allowedOrigins,
+    authorization: env.MOCKWORLD_CODEC_AUTH,
+  });
+  console.log(`codec server listening on ${server.url} (key ${codec.keyId})`);
+  console.error(
+    `in the Temporal UI: Codec Server (top bar) > Remote Codec Endpoint = ${server.url}\n` +
+      `browser origins allowed: ${allowedOrigins.join(', ')}` +
+      `${env.MOCKWORLD_CODEC_AUTH ? '\nrequests must carry the Authorization header of MOCKWORLD_CODEC_AUTH' : ''}\nCtrl-C to stop`,
+  );
+  await untilInterrupted();
+  await server.close();
+  return 0;
+}
+
+/** Resolves at Ctrl-C or SIGTERM: the long-running commands then close what they serve. */
+function untilInterrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
+/** Longest wait, at shutdown, for the gateway's calls in flight (model calls retry for minutes). */
+const GATEWAY_DRAIN_MS = 10 * 60_000;
+
+/** Serves the model gateway (README "On a cluster") until Ctrl-C. */
+export async function modelGateway(values: { port?: string; host?: string }): Promise<number> {
+  const env = loadEnvironment();
+  const port = parsePort(values.port, 11437);
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(values.host ?? '127.0.0.1');
+  if (!loopback && !env.MOCKWORLD_MODEL_GATEWAY_AUTH) {
+    throw new UsageError(
+      `--host ${values.host} opens the gateway (and the API keys it spends) to the network: ` +
+        'set MOCKWORLD_MODEL_GATEWAY_AUTH on the gateway and the workers first',
+    );
+  }
+  await migrate(env.DATABASE_URL);
+  const gateway = await startModelGateway({
+    databaseUrl: env.DATABASE_URL,
+    port,
+    host: values.host,
+    authorization: env.MOCKWORLD_MODEL_GATEWAY_AUTH,
+  });
+  console.log(`model gateway listening on ${gateway.url}`);
+  console.error(
+    `ledger: ${redactUrl(env.DATABASE_URL)}\n` +
+      `workers: MOCKWORLD_MODEL_GATEWAY_URL=${gateway.url} mockworld worker` +
+      `${env.MOCKWORLD_MODEL_GATEWAY_AUTH ? ' (with the same MOCKWORLD_MODEL_GATEWAY_AUTH)' : ''}\nCtrl-C to stop`,
+  );
+  await untilInterrupted();
+  // Calls in flight are paid for: let them be answered and stored (a second Ctrl-C stops at once).
+  console.error(
+    `stopping: waiting for ${gateway.inFlight()} call(s) in flight to be stored (Ctrl-C again to stop now)`,
+  );
+  const cut = await Promise.race([gateway.drain(GATEWAY_DRAIN_MS), untilInterrupted().then(() => -1)]);
+  if (cut !== 0) {
+    await gateway.close();
+    console.error(`stopped with calls in flight; their retries will pay for them again`);
+  }
+  return 0;
+}
+
+function parsePort(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) > 65_535)
+    throw new UsageError(`--port must be a port number, got ${value}`);
+  return Number(value);
+}
+
