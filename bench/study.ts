@@ -23,17 +23,13 @@ import { createModelClient } from '../activities/llm/index.js';
 import { closePools, getPool } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 import { STUDY_JUDGE_ROLE } from '../activities/study/judge.js';
-import {
-  QuestionLineSchema,
-  loadQuestions,
-  questionsOf,
-  type QuestionLine,
-} from '../activities/study/questions.js';
+import { loadQuestions, questionsOf } from '../activities/study/questions.js';
 import { sampleQuestion } from '../activities/study/sampling.js';
 import { stackUp } from '../deploy/stack.js';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { ModelEndpointSchema, type ModelRole } from '../schemas/model-endpoint.js';
+import { QuestionLineSchema, type QuestionLine } from '../schemas/study-question.js';
 import { startModelServer, type ScriptedRequest } from '../testkit/model-server.js';
 
 const ACCEPTED = Number(process.env.BENCH_ACCEPTED ?? 2);

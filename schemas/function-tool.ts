@@ -22,3 +22,6 @@ export const FunctionToolSchema = z
 
 /** A validated function-calling tool. */
 export type FunctionTool = z.infer<typeof FunctionToolSchema>;
+
+/** A task's own tool suite as stored in `tasks.tools`: at least one tool (the mock world adds `ask_user`). */
+export const TaskToolsSchema = z.array(FunctionToolSchema).min(1);

@@ -1,26 +1,19 @@
 /**
  * The reward of GRPO training in the mock world (seed §3.3–3.4): an LLM judge grades a finished
  * episode against its task's rubric, the rubric reward R(τ) of eq. 5 is computed and stored, and
- * group-normalized advantages are derived as the trainer does.
+ * group-normalized advantages are derived as the trainer does. The judge's input and answer
+ * contracts are schemas/rubric-judge.ts.
  */
 import { Context } from '@temporalio/activity';
 import type { ModelClient } from '../llm/index.js';
 import { getPool } from '../store/db.js';
-import { judgeEpisode, type JudgeInputData, type JudgementSummary } from './judge.js';
+import type { JudgeInputData } from '../../schemas/rubric-judge.js';
+import { judgeEpisode, type JudgementSummary } from './judge.js';
 
 export { DEFAULT_ADVANTAGE_EPS, groupAdvantages, type GroupAdvantages } from './advantages.js';
 export { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
-export {
-  DEFAULT_JUDGE_SAMPLING,
-  JUDGE_ROLE,
-  JudgeInputSchema,
-  judgeEpisode,
-  type JudgeDependencies,
-  type JudgeInput,
-  type JudgeInputData,
-  type JudgementSummary,
-} from './judge.js';
-export { JUDGEMENT_SCHEMA_NAME, judgementSchema, verdictsOf, type Judgement } from './judge-schema.js';
+export { JUDGE_ROLE, judgeEpisode, type JudgeDependencies, type JudgementSummary } from './judge.js';
+export { verdictsOf } from './verdicts.js';
 export { rubricReward, type RubricReward, type RubricVerdicts } from './reward.js';
 
 /** The reward activities, bound to one database and model client. */

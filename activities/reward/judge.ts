@@ -1,64 +1,26 @@
 import type pg from 'pg';
-import { z } from 'zod';
-import { ModelEndpointSchema, SamplingSchema, type Sampling } from '../../schemas/model-endpoint.js';
+import {
+  JUDGEMENT_SCHEMA_NAME,
+  JudgeInputSchema,
+  judgementSchema,
+  type JudgeInput,
+  type JudgeInputData,
+} from '../../schemas/rubric-judge.js';
 import { RubricSchema, type Rubric } from '../../schemas/synthesis-records.js';
 import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import { renderTranscript } from '../synthesis/transcript.js';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
 import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
-import { JUDGEMENT_SCHEMA_NAME, judgementSchema, sortedJudgement, verdictsOf } from './judge-schema.js';
 import { rubricReward } from './reward.js';
+import { sortedJudgement, verdictsOf } from './verdicts.js';
 
 /** Ledger role of the judge's calls (and the `X-Mockworld-Role` the test model server sees). */
 export const JUDGE_ROLE = 'judge';
 
-/**
- * Sampling of a judge role that sets none: greedy, so the same transcript gets the same verdicts,
- * with room for one verdict per item of the largest rubrics plus evidence quotes.
- */
-export const DEFAULT_JUDGE_SAMPLING: Sampling = { temperature: 0, topP: 1, maxTokens: 2048 };
-
 const SYSTEM_PROMPT =
   'You are a strict, impartial grader of AI assistant transcripts. You check each rubric item ' +
   'against what the transcript shows and answer with JSON only.';
-
-/** One episode to judge: ids and settings only (it travels in a Temporal payload). */
-export const JudgeInputSchema = z
-  .object({
-    episodeId: z.string().min(1).describe('The finished episode (rollout) to judge.'),
-    taskId: z.string().min(1).describe('Its task, whose rubric is used; must match the episode.'),
-    judge: z
-      .object({
-        endpoint: ModelEndpointSchema.optional(),
-        sampling: SamplingSchema.default(DEFAULT_JUDGE_SAMPLING),
-      })
-      .strict()
-      .describe('The judge model role; unset sampling = temperature 0 (DEFAULT_JUDGE_SAMPLING).'),
-    runId: z.string().min(1).describe('Workflow id of the run that pays for the judge call (usage ledger).'),
-    templates: z
-      .object({
-        version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'a shipped template version such as v1'),
-        overrides: z.record(z.string(), z.string().min(1)).default({}),
-      })
-      .strict()
-      .default({ version: 'v1', overrides: {} })
-      .describe('Template choice of the run; the `judge` stage is used.'),
-    policyVersion: z
-      .string()
-      .min(1)
-      .default('base')
-      .describe(
-        'Weights behind the judge endpoint (model cache key). Pass the policy version when the judge ' +
-          'shares its endpoint with the policy being trained (the embedded model on a laptop).',
-      ),
-  })
-  .strict();
-
-/** A judge input as a caller writes it; a spec's `ModelRole` fits `judge`. */
-export type JudgeInputData = z.input<typeof JudgeInputSchema>;
-/** A validated judge input. */
-export type JudgeInput = z.infer<typeof JudgeInputSchema>;
 
 /** The small result of judging an episode; the verdicts stay in `judgements`. */
 export interface JudgementSummary {

@@ -4,9 +4,8 @@ import { StructuredOutputRejectedError } from '../llm/errors.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
 import { evolInstructMessages } from './protocols/evol-prompt.js';
+import { EVOLVED_QUESTION_SCHEMA_NAME, EvolvedQuestionSchema } from '../../schemas/evolved-question.js';
 import {
-  EVOLVED_QUESTION_SCHEMA_NAME,
-  EvolvedQuestionSchema,
   checkEvolvedFormat,
   evolvedAsStudyQuestion,
   filterBySimilarity,

@@ -1,5 +1,5 @@
 import type { ModelRole } from '../../schemas/model-endpoint.js';
-import { z } from 'zod';
+import { STUDY_JUDGE_VERDICT_SCHEMA_NAME, StudyJudgeVerdictSchema } from '../../schemas/study-verdict.js';
 import { StructuredOutputRejectedError } from '../llm/errors.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
@@ -10,9 +10,6 @@ import type { StudyQuestion } from './questions.js';
 
 /** Ledger role of correctness-judge calls. */
 export const STUDY_JUDGE_ROLE = 'study-judge';
-/** The reminder's answer, and the schema name its rejections are recorded under. */
-const JudgeVerdictSchema = z.object({ verdict: z.enum(['CORRECT', 'INCORRECT']) });
-const JUDGE_VERDICT_SCHEMA_NAME = 'study-judge-verdict';
 const REMINDER_MIN_TOKENS = 32;
 
 /** A response's verdict: decided by the exact-match fast path, the LLM judge, or not at all. */
@@ -76,8 +73,8 @@ export async function judgeResponse(
           },
         ],
       },
-      JudgeVerdictSchema,
-      JUDGE_VERDICT_SCHEMA_NAME,
+      StudyJudgeVerdictSchema,
+      STUDY_JUDGE_VERDICT_SCHEMA_NAME,
     );
     return {
       finalAnswer,

@@ -1,22 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type pg from 'pg';
-import { z } from 'zod';
-
-/** Longest question or answer accepted, in characters; longer ones are refused, never cut. */
-export const MAX_QUESTION_CHARS = 16_000;
-
-/** One line of a seed-pool or test-set JSONL file. */
-export const QuestionLineSchema = z
-  .object({
-    id: z.union([z.string().trim().min(1).max(200), z.number().int()]).transform(String),
-    question: z.string().trim().min(1).max(MAX_QUESTION_CHARS),
-    answer: z.union([z.string().trim().min(1).max(1_000), z.number()]).transform(String),
-    domain: z.string().trim().min(1).max(100),
-    options: z.array(z.string().trim().min(1).max(2_000)).min(2).max(26).optional(),
-  })
-  .loose();
-export type QuestionLine = z.infer<typeof QuestionLineSchema>;
+import { resolveDataFile } from '../data-files.js';
+import { QuestionLineSchema, type QuestionLine } from '../../schemas/study-question.js';
 
 /** A question as the study activities use it. */
 export interface StudyQuestion {
@@ -55,7 +40,7 @@ export async function loadQuestions(
   pool: pg.Pool,
   input: { studyId: string; source: 'seed' | 'test'; path: string },
 ): Promise<LoadQuestionsResult> {
-  const file = path.resolve(input.path);
+  const file = resolveDataFile(input.path, `${input.source} questions`);
   let text: string;
   try {
     text = await readFile(file, 'utf8');

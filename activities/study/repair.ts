@@ -4,7 +4,8 @@ import { StructuredOutputRejectedError } from '../llm/errors.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
 import { judgeResponse } from './judge.js';
-import { REPAIR_SCHEMA_NAME, RepairOutputSchema, composeRepairTrace, repairPrompt } from './protocols/repair.js';
+import { REPAIR_SCHEMA_NAME, RepairOutputSchema } from '../../schemas/trace-repair.js';
+import { composeRepairTrace, repairPrompt } from './protocols/repair.js';
 import { questionById } from './questions.js';
 
 /** Ledger role of trace-repair calls. */

@@ -6,7 +6,7 @@ import { MATCHED_BUDGETS } from './analysis/budgets.js';
 import { intrinsicMetrics } from './analysis/intrinsic.js';
 import { renderStudyReport } from './analysis/report.js';
 import { sweepMeanGap } from './analysis/gap.js';
-import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from './analysis/types.js';
+import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from '../../schemas/study-report.js';
 
 /** Budget whose pool the intrinsic metrics are measured on (seed 002 reports r = 8). */
 const INTRINSIC_R = 8;

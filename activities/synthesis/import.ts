@@ -1,43 +1,10 @@
 import path from 'node:path';
 import type pg from 'pg';
-import { z } from 'zod';
-import { RubricSchema } from '../../schemas/synthesis-records.js';
+import { ExportedTaskSchema, instructionOf } from '../../schemas/exported-task.js';
+import type { Rubric } from '../../schemas/synthesis-records.js';
 import { ASK_USER_TOOL_NAME } from '../world/index.js';
 import { taskIdOf } from './task-id.js';
 import { checkToolset } from './tool-validation.js';
-
-/** The instruction: the prompt's last user message with text (the export's prompt ends with it). */
-const instructionOf = (prompt: readonly { role: string; content?: string | null }[]) =>
-  prompt.filter((m) => m.role === 'user' && m.content?.trim()).at(-1)?.content ?? undefined;
-
-const RubricItem = z.string().trim().min(1).max(500);
-
-/**
- * What training needs from one line of an exported `tasks.jsonl` (README "Dataset format"), with
- * the bounds synthesis holds its own tasks to (FuzzyTaskSchema, RubricDraftSchema).
- */
-const ExportedTaskSchema = z.object({
-  task_id: z.string().min(1).max(500),
-  persona_id: z.string().min(1).max(500).optional(),
-  prompt: z
-    .array(z.object({ role: z.string(), content: z.string().nullish() }).loose())
-    .refine((prompt) => instructionOf(prompt) !== undefined, 'needs a user message (the instruction)')
-    .refine(
-      (prompt) => (instructionOf(prompt)?.length ?? 0) <= 2_000,
-      'the instruction is over 2000 characters',
-    ),
-  tools: z.array(z.unknown()).max(15),
-  hidden_context: z.string().trim().min(1).max(4_000),
-  rubric: RubricSchema.extend({
-    forbidden: z.array(RubricItem).max(8),
-    subGoals: z.array(RubricItem).max(16),
-    requiredInteractions: z.array(RubricItem).max(8),
-  }).refine(
-    (rubric) => rubric.subGoals.length + rubric.requiredInteractions.length > 0,
-    'needs a sub-goal or a required interaction: the reward averages their fractions',
-  ),
-  workflow: z.array(z.string()).max(16).optional(),
-});
 
 /** Problems named in an error at most; the rest are counted. */
 const MAX_NAMED_PROBLEMS = 20;
@@ -56,7 +23,7 @@ interface ImportedTask {
   readonly instruction: string;
   readonly tools: unknown[];
   readonly hiddenContext: string;
-  readonly rubric: z.infer<typeof RubricSchema>;
+  readonly rubric: Rubric;
   readonly workflow: string[];
 }
 

@@ -7,7 +7,8 @@
 import { Context } from '@temporalio/activity';
 import { heartbeatProgress } from '../heartbeat.js';
 import type { ModelClient } from '../llm/index.js';
-import { judgeEpisode, type JudgeInputData, type JudgementSummary } from '../reward/index.js';
+import type { JudgeInputData } from '../../schemas/rubric-judge.js';
+import { judgeEpisode, type JudgementSummary } from '../reward/index.js';
 import { getPool } from '../store/db.js';
 import { createEpisodeRunner, type EpisodeHooks } from '../world/index.js';
 import {

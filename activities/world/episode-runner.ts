@@ -13,9 +13,8 @@ import {
   type EndReason,
   type EpisodeInput,
   type EpisodeInputData,
-  type EpisodeProgress,
-  type EpisodeSummary,
-} from './episode-input.js';
+} from '../../schemas/episode-input.js';
+import type { EpisodeProgress, EpisodeSummary } from './episode-summary.js';
 import { checkpointEpisode, openEpisode, type EpisodeState } from './episode-store.js';
 import { callSettings } from './model-roles.js';
 import { notRunObservation } from './observations.js';

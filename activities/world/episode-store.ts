@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { ChatCompletionMessageParam } from '../llm/index.js';
-import type { EndReason, EpisodeInput, EpisodeProgress } from './episode-input.js';
+import type { EndReason, EpisodeInput } from '../../schemas/episode-input.js';
+import type { EpisodeProgress } from './episode-summary.js';
 import { EpisodeCheckpointConflictError, EpisodeMismatchError } from './errors.js';
 
 /** An episode's checkpoint: the transcript and its counters after the last finished turn. */

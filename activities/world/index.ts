@@ -1,7 +1,8 @@
 /**
  * The mock world (seed §3.2): an episode runner that lets an agent work a synthesized task against
  * LLM-simulated tools, kept consistent by the task's finite mapping, and an LLM-simulated user
- * who knows the hidden context. Used for teacher demonstrations and for GRPO rollouts.
+ * who knows the hidden context. Used for teacher demonstrations and for GRPO rollouts. An
+ * episode's input contract is schemas/episode-input.ts.
  */
 export {
   createEpisodeRunner,
@@ -12,18 +13,7 @@ export {
   type EpisodeRunnerOptions,
 } from './episode-runner.js';
 export { agentSystemPrompt } from './agent-prompt.js';
-export {
-  EndReasonSchema,
-  EpisodeInputSchema,
-  EpisodePurposeSchema,
-  TemplateChoiceSchema,
-  type EndReason,
-  type EpisodeInput,
-  type EpisodeInputData,
-  type EpisodeProgress,
-  type EpisodePurpose,
-  type EpisodeSummary,
-} from './episode-input.js';
+export type { EpisodeProgress, EpisodeSummary } from './episode-summary.js';
 export { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user.js';
 export { argsKey, canonicalArgs } from './canonical-args.js';
 export {

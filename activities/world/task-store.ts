@@ -1,6 +1,5 @@
 import type pg from 'pg';
-import { z } from 'zod';
-import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool.js';
+import { TaskToolsSchema, type FunctionTool } from '../../schemas/function-tool.js';
 import { ASK_USER_TOOL_NAME } from './ask-user.js';
 import { TaskNotFoundError, TaskNotReadyError } from './errors.js';
 
@@ -14,8 +13,6 @@ export interface WorldTask {
   /** The task's own tool suite, offered to the agent beside `ask_user`. */
   readonly tools: readonly FunctionTool[];
 }
-
-const ToolsSchema = z.array(FunctionToolSchema).min(1);
 
 /**
  * Loads a task's tools, instruction and hidden context. Throws {@link TaskNotFoundError} for an
@@ -32,7 +29,7 @@ export async function loadTask(pool: pg.Pool, taskId: string): Promise<WorldTask
   if (!row) throw new TaskNotFoundError(taskId);
   if (!row.instruction) throw new TaskNotReadyError(taskId, 'it has no instruction');
   if (!row.hidden_context) throw new TaskNotReadyError(taskId, 'it has no hidden context');
-  const tools = ToolsSchema.safeParse(row.tools);
+  const tools = TaskToolsSchema.safeParse(row.tools);
   if (!tools.success) {
     const where = tools.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     throw new TaskNotReadyError(taskId, `its tools are not valid function specs (${where})`);

@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import type { FunctionTool } from '../../schemas/function-tool.js';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { TOOL_SIMULATION_SCHEMA_NAME, toolSimulationSchema } from '../../schemas/tool-simulation.js';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
 import { storableJson } from '../store/storable.js';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
@@ -39,36 +39,6 @@ export interface ToolSimulatorOptions extends CallContext {
   readonly models: ModelClient;
   readonly role: ModelRole;
   readonly templates: TemplateChoice;
-}
-
-/**
- * The structured answer, with `equivalentTo` bounded by the number of entries shown. The response
- * is JSON written as text: an open "any JSON" schema is refused by strict structured-output
- * servers and by some grammar engines, while a string is accepted by all of them.
- */
-function simulationSchema(shown: number) {
-  const index =
-    shown > 0
-      ? z
-          .number()
-          .int()
-          .min(0)
-          .max(shown - 1)
-          .nullable()
-      : z.null();
-  return z
-    .object({
-      equivalentTo: index.describe(
-        'Index of the shown entry that is semantically the same request, or null if none is.',
-      ),
-      response: z
-        .string()
-        .describe('The tool output as JSON text; may be empty when equivalentTo is not null.'),
-    })
-    .refine((v) => v.equivalentTo !== null || v.response.trim() !== '', {
-      message: 'response must be the tool output when equivalentTo is null',
-      path: ['response'],
-    });
 }
 
 /** The numbered list of existing entries, responses cut to a bounded length. */
@@ -110,7 +80,7 @@ export async function simulateToolCall(
     entries: renderEntries(request.entries),
     arguments: canonicalArgs(request.args),
   });
-  const schema = simulationSchema(request.entries.length);
+  const schema = toolSimulationSchema(request.entries.length);
   for (let draw = 0; ; draw++) {
     try {
       const { value } = await options.models.structured(
@@ -120,7 +90,7 @@ export async function simulateToolCall(
           sampleIndex: draw,
         },
         schema,
-        'ToolSimulation',
+        TOOL_SIMULATION_SCHEMA_NAME,
       );
       const entry = value.equivalentTo === null ? undefined : request.entries[value.equivalentTo];
       return entry

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { ChatHistoryItem, GbnfJsonSchema } from 'node-llama-cpp';
 import { badRequest } from './errors.js';
 import { toGbnfJsonSchema, withDefs } from './json-schema-grammar.js';
-import type { ChatCompletionRequest, ChatMessage, Tool } from './openai-schemas.js';
+import type { ChatCompletionRequest, ChatMessage, Tool } from '../../schemas/openai-chat.js';
 
 /** How the answer of one request is constrained. */
 export type OutputMode =

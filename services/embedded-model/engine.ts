@@ -21,7 +21,7 @@ import {
 import { EMBEDDED_MODEL, ensureEmbeddedModel } from '../../deploy/embedded-model/fetch-model.js';
 import { planChat, toAnswer, type AssistantAnswer, type OutputMode } from './chat-prompt.js';
 import { ApiError, badRequest } from './errors.js';
-import type { ChatCompletionRequest, EmbeddingRequest } from './openai-schemas.js';
+import type { ChatCompletionRequest, EmbeddingRequest } from '../../schemas/openai-chat.js';
 
 /** Options of {@link EmbeddedModel.load}. */
 export interface EmbeddedModelOptions {

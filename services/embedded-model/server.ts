@@ -17,7 +17,8 @@ import { parseArgs } from 'node:util';
 import { loadEnvironment } from '../../schemas/environment.js';
 import { EmbeddedModel, type EmbeddedModelOptions } from './engine.js';
 import { ApiError, badRequest } from './errors.js';
-import { ChatCompletionRequestSchema, EmbeddingRequestSchema, parseBody } from './openai-schemas.js';
+import { ChatCompletionRequestSchema, EmbeddingRequestSchema } from '../../schemas/openai-chat.js';
+import { parseBody } from './parse-body.js';
 
 /** Options of {@link startEmbeddedModelServer}. */
 export interface EmbeddedModelServerOptions extends EmbeddedModelOptions {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { GATEWAY_COMPLETE_PATH, type GatewayError } from '../../activities/llm/gateway-client.js';
 import { createCallCompleter } from '../../activities/llm/model-client.js';
 import type { ModelCall } from '../../activities/llm/types.js';
-import { ModelEndpointSchema, SamplingSchema } from '../../schemas/model-endpoint.js';
+import { GatewayRequestSchema, type GatewayRequest } from '../../schemas/gateway-request.js';
 import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
 
 /**
@@ -42,25 +42,6 @@ export interface ModelGateway {
   close(): Promise<void>;
 }
 
-const JsonObject = z.record(z.string(), z.unknown());
-
-/** The wire form of a model call; the same fields as {@link ModelCall} without its signal. */
-const GatewayRequestSchema = z.object({
-  call: z
-    .object({
-      endpoint: ModelEndpointSchema,
-      messages: z.array(JsonObject).min(1),
-      tools: z.array(JsonObject).optional(),
-      sampling: SamplingSchema,
-      sampleIndex: z.number().int().min(0).optional(),
-      policyVersion: z.string().optional(),
-      runId: z.string().optional(),
-      role: z.string().optional(),
-    })
-    .strict(),
-  responseFormat: z.unknown().optional(),
-});
-
 /**
  * Variables the gateway never sends as an API key, whatever a request names: its own settings and
  * the database password. A request names the endpoint and its key variable, so without this anyone
@@ -91,7 +72,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
       throw new HttpError(415, 'the body must be application/json');
     }
     const body = await readBody(req, maxBodyBytes);
-    let parsed: z.infer<typeof GatewayRequestSchema>;
+    let parsed: GatewayRequest;
     try {
       parsed = GatewayRequestSchema.parse(JSON.parse(body.toString('utf8')));
     } catch (error) {

@@ -9,7 +9,8 @@ import {
 } from '../../activities/llm/index.js';
 import { getPool } from '../../activities/store/db.js';
 import { createStageActivities } from '../../activities/synthesis/stages.js';
-import { runEpisode, type EpisodeInputData } from '../../activities/world/index.js';
+import { runEpisode } from '../../activities/world/index.js';
+import type { EpisodeInputData } from '../../schemas/episode-input.js';
 import { ModelEndpointSchema, type ModelRole } from '../../schemas/model-endpoint.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer, type Rule, type ScriptedRequest } from '../../testkit/model-server.js';

@@ -8,8 +8,12 @@
  *   quarter and a half of it, and matched-budget buckets B ≡ q·r ∈ {4, 8, 16, 32}, where bucket B
  *   collects (q = 4, r = B/4), (q = 2, r = B/2) and (q = 1, r = B).
  */
+import { MATCHED_BUDGETS, type MatchedBudget } from '../../../schemas/study-report.js';
 import { AnalysisInputError } from './errors.js';
 import { fmix32 } from '../../training/sampling.js';
+
+// The buckets bound the report's input records, so they are defined with them in schemas/.
+export { MATCHED_BUDGETS, type MatchedBudget };
 
 /** The RS response budgets r of the seed's sweep (§4). */
 export const RESPONSE_BUDGETS = [1, 2, 4, 8, 16, 32] as const;
@@ -18,11 +22,6 @@ export const RESPONSE_BUDGETS = [1, 2, 4, 8, 16, 32] as const;
 export const POOL_QUARTERS = [1, 2, 4] as const;
 /** q of a pool Q_q. */
 export type PoolQuarters = (typeof POOL_QUARTERS)[number];
-
-/** The matched-budget buckets B ≡ q·r of §6.1. */
-export const MATCHED_BUDGETS = [4, 8, 16, 32] as const;
-/** One matched-budget bucket B. */
-export type MatchedBudget = (typeof MATCHED_BUDGETS)[number];
 
 /** One allocation (q, r): pool Q_q, r responses per question. */
 export interface BudgetCell {

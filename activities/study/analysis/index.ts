@@ -72,18 +72,3 @@ export {
   type StudyReport,
 } from './report.js';
 export { mean, meanCurve, sampleStd, summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats.js';
-export {
-  IntrinsicSummarySchema,
-  MatchedBudgetSampleSchema,
-  PoolResponseSchema,
-  ProtocolCurveSchema,
-  ScoreSampleSchema,
-  StudyReportInputSchema,
-  type IntrinsicSummary,
-  type MatchedBudgetSample,
-  type PoolResponse,
-  type ProtocolCurve,
-  type ScoreSample,
-  type StudyReportData,
-  type StudyReportInput,
-} from './types.js';

@@ -8,7 +8,7 @@
  * - Correctness noise: "the final-answer mismatch rate in the pool" — wrong / judged responses.
  * - Rewrite share: "the fraction of wrong → check → fix traces in the pool".
  */
-import type { PoolResponse } from './types.js';
+import type { PoolResponse } from '../../../schemas/study-report.js';
 
 /**
  * The token set of a text: lowercased, split on every run of characters that are not Unicode

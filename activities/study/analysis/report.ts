@@ -19,7 +19,7 @@ import {
   type MatchedBudgetSample,
   type StudyReportData,
   type StudyReportInput,
-} from './types.js';
+} from '../../../schemas/study-report.js';
 
 /** A result, or why it could not be computed for this curve (e.g. too few budgets). */
 export type Outcome<T> =

@@ -6,10 +6,10 @@
  * answers, roundings) is `undecided`, and the caller asks the judge.
  */
 import { compactAnswer, stripMathMarkup } from './math-text.js';
-import { compareNumeric, parseNumericAnswer, type FastVerdict } from './numeric-answer.js';
+import type { FastVerdict } from '../../../schemas/study-verdict.js';
+import { compareNumeric, parseNumericAnswer } from './numeric-answer.js';
 import { letterIndex, optionsOf, type StudyQuestion } from './question-format.js';
 
-export type { FastVerdict } from './numeric-answer.js';
 export { parseJudgeVerdict } from './judge-verdict.js';
 
 /** Where a final answer was found. */

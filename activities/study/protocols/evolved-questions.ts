@@ -1,48 +1,21 @@
 /**
- * The output contract of Evol-Instruct question synthesis and its two filters (seed §6.1.0.2:
- * "format and similarity filtering"). The format filter checks one evolved question against what
+ * The two filters of Evol-Instruct question synthesis (seed §6.1.0.2: "format and similarity
+ * filtering"). The format filter checks one evolved question against what
  * the prompt asked; the similarity filter drops evolved questions too close to their own seed or
- * to an evolved question already kept. Each rejection carries a reason to record.
+ * to an evolved question already kept. Each rejection carries a reason to record. The question's
+ * shape and the reasons are schemas/evolved-question.ts.
  */
-import { z } from 'zod';
+import type {
+  EvolvedQuestion,
+  FormatRejection,
+  SimilarityRejection,
+} from '../../../schemas/evolved-question.js';
 import { compactAnswer } from './math-text.js';
 import { compareNumeric, parseNumericAnswer } from './numeric-answer.js';
 import { requestedOptionCount } from './evol-prompt.js';
 import { letterIndex, optionsOf, type StudyQuestion } from './question-format.js';
 import { jaccardSimilarity, tokenSet } from './text-similarity.js';
 import { ProtocolInputError } from './errors.js';
-
-/** Name of the evolved question's structured output (the `json_schema` name sent to the endpoint). */
-export const EVOLVED_QUESTION_SCHEMA_NAME = 'evolved_question';
-
-/**
- * The JSON the Evol-Instruct prompt asks for, field for field. It checks shape only; the meaning
- * (letter in range, answer text copied from the options, ...) is {@link checkEvolvedFormat}'s, so
- * that a bad question is a recorded format rejection rather than a failed model call.
- */
-export const EvolvedQuestionSchema = z
-  .object({
-    question: z.string().describe('The new, self-contained question, without its options.'),
-    options: z.array(z.string()).describe('The options, in order; the first is option A.'),
-    answer_letter: z.string().describe('The letter of the one correct option (A for the first).'),
-    answer_text: z.string().describe('The text of the correct option, copied verbatim from options.'),
-    explanation: z.string().describe('Why the chosen option is correct.'),
-  })
-  .strict();
-/** One evolved question as the model wrote it. */
-export type EvolvedQuestion = z.infer<typeof EvolvedQuestionSchema>;
-
-/** Why the format filter refused an evolved question. */
-export const FormatRejectionSchema = z.enum([
-  'empty_question',
-  'option_count',
-  'empty_option',
-  'duplicate_options',
-  'answer_letter',
-  'answer_text_mismatch',
-  'empty_explanation',
-]);
-export type FormatRejection = z.infer<typeof FormatRejectionSchema>;
 
 /** The format filter's decision. */
 export type FormatCheck =
@@ -125,15 +98,6 @@ export interface SimilarityCandidate {
   readonly seed: StudyQuestion;
   readonly evolved: EvolvedQuestion;
 }
-
-/** Why the similarity filter refused an evolved question. */
-export const SimilarityRejectionSchema = z.enum([
-  'no_tokens',
-  'similar_to_seed',
-  'duplicate_of_kept',
-  'similar_to_kept',
-]);
-export type SimilarityRejection = z.infer<typeof SimilarityRejectionSchema>;
 
 /** The similarity filter's decision on one candidate. */
 export type SimilarityDecision =

@@ -4,7 +4,8 @@
  * verdict, Evol-Instruct prompts and filters, embedding-based selection, trace repair and persona
  * prompting. No I/O in the `build*` functions: the caller passes a template it loaded with `loadTemplate`; the
  * async `teacherPrompt`, `judgePrompt`, `repairPrompt` and `evolInstructMessages` load it for them
- * (the shipped v1 unless a template choice is given; cached per process).
+ * (the shipped v1 unless a template choice is given; cached per process). The model outputs they
+ * read (evolved question, repair answer, verdicts) are defined in schemas/.
  */
 export {
   exactMatch,
@@ -25,27 +26,18 @@ export {
 export {
   checkEvolvedFormat,
   DEFAULT_SIMILARITY_THRESHOLD,
-  EVOLVED_QUESTION_SCHEMA_NAME,
-  EvolvedQuestionSchema,
   evolvedAsStudyQuestion,
   filterBySimilarity,
-  FormatRejectionSchema,
-  SimilarityRejectionSchema,
-  type EvolvedQuestion,
   type FormatCheck,
-  type FormatRejection,
   type SimilarityCandidate,
   type SimilarityDecision,
-  type SimilarityRejection,
 } from './evolved-questions.js';
 export { buildJudgePrompt, goldTarget, judgePrompt, type JudgePromptInput } from './judge-prompt.js';
 export {
   compareNumeric,
-  FastVerdictSchema,
   numericallyEqual,
   parseNumericAnswer,
   RELATIVE_TOLERANCE,
-  type FastVerdict,
   type NumericAnswer,
 } from './numeric-answer.js';
 export { choosePersona, choosePersonaIndex, personaMessages, personaSystemMessage } from './persona.js';
@@ -62,13 +54,8 @@ export {
   CHECK_OPENING,
   composeRepairTrace,
   FIX_OPENING,
-  REPAIR_SCHEMA_NAME,
-  RepairOutputSchema,
   repairPrompt,
-  RepairVariantSchema,
-  type RepairOutput,
   type RepairPromptInput,
-  type RepairVariant,
 } from './repair.js';
 export { cosineDistance, selectDiverseResponses } from './selection.js';
 export { requireStage, SHIPPED_TEMPLATES, type PromptMessage } from './stage-template.js';

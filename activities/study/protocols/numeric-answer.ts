@@ -5,7 +5,7 @@
  * careful judge could call the answer correct, so anything that may be a rounding of the other
  * value is left `undecided` for the LLM judge.
  */
-import { z } from 'zod';
+import type { FastVerdict } from '../../../schemas/study-verdict.js';
 import { stripMathMarkup, THIN_SPACE } from './math-text.js';
 
 /**
@@ -27,10 +27,6 @@ export interface NumericAnswer {
    */
   readonly resolution: number;
 }
-
-/** The verdict of a deterministic comparison: `undecided` means the LLM judge must decide. */
-export const FastVerdictSchema = z.enum(['correct', 'incorrect', 'undecided']);
-export type FastVerdict = z.infer<typeof FastVerdictSchema>;
 
 const UNSIGNED_DECIMAL = String.raw`(?:\d+(?:\.\d+)?|\.\d+)`;
 const SIGNED_DECIMAL = String.raw`[+-]?${UNSIGNED_DECIMAL}`;

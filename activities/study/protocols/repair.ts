@@ -5,34 +5,11 @@
  * solution alone). The caller still verifies that the fixed solution reaches the gold answer
  * (fast path, then judge) before it enters a pool.
  */
-import { z } from 'zod';
+import { RepairVariantSchema, type RepairOutput, type RepairVariant } from '../../../schemas/trace-repair.js';
 import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
 import { goldTarget } from './judge-prompt.js';
 import { formatQuestion, type StudyQuestion } from './question-format.js';
 import { requireStage, SHIPPED_TEMPLATES } from './stage-template.js';
-
-/** Name of the repair's structured output (the `json_schema` name sent to the endpoint). */
-export const REPAIR_SCHEMA_NAME = 'trace_repair';
-
-const NotBlank = z.string().regex(/\S/, 'must not be blank');
-
-/** The teacher's repair answer, as the `traceRepair` template asks for it. */
-export const RepairOutputSchema = z
-  .object({
-    check: NotBlank.describe(
-      'The check of the wrong solution: which step is wrong and why, as the solver re-reading it.',
-    ),
-    fixed_solution: NotBlank.describe(
-      'The complete corrected solution, ending with the final answer in \\boxed{}.',
-    ),
-  })
-  .strict();
-/** A validated repair answer. */
-export type RepairOutput = z.infer<typeof RepairOutputSchema>;
-
-/** Which trace a repair contributes: the full wrong → check → fix trace, or the corrected solution only. */
-export const RepairVariantSchema = z.enum(['wrong_check_fix', 'revised_only']);
-export type RepairVariant = z.infer<typeof RepairVariantSchema>;
 
 /** The line that opens the check in a wrong → check → fix trace. */
 export const CHECK_OPENING = 'Wait, let me check this solution step by step.';
@@ -47,7 +24,7 @@ export interface RepairPromptInput extends StudyQuestion {
   readonly wrongResponse: string;
 }
 
-/** Fills the `traceRepair` template (pure); the answer is validated with {@link RepairOutputSchema}. */
+/** Fills the `traceRepair` template (pure); the answer is validated with `RepairOutputSchema` (schemas/trace-repair.ts). */
 export function buildRepairPrompt(template: Template, input: RepairPromptInput): string {
   requireStage(template, 'traceRepair', 'buildRepairPrompt');
   return renderTemplate(template, {

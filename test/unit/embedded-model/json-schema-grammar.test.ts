@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { planChat, toAnswer } from '../../../services/embedded-model/chat-prompt.js';
 import { toGbnfJsonSchema, withDefs } from '../../../services/embedded-model/json-schema-grammar.js';
-import { ChatCompletionRequestSchema } from '../../../services/embedded-model/openai-schemas.js';
+import { ChatCompletionRequestSchema } from '../../../schemas/openai-chat.js';
 
 /** Compiles a translated schema and returns a checker that says whether a JSON text matches the grammar. */
 async function compile(llama: Llama, schema: unknown) {

@@ -1,6 +1,6 @@
 import type { Rubric } from '../../../schemas/synthesis-records.js';
 import { ModelEndpointSchema } from '../../../schemas/model-endpoint.js';
-import type { JudgeInputData } from '../../../activities/reward/index.js';
+import type { JudgeInputData } from '../../../schemas/rubric-judge.js';
 import type { ModelServer, ScriptedRequest } from '../../../testkit/model-server.js';
 import { query } from '../../../testkit/database.js';
 

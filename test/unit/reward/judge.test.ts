@@ -9,9 +9,9 @@ import {
   EpisodeNotGradableError,
   judgeEpisode,
   UngradableRubricError,
-  type JudgeInputData,
 } from '../../../activities/reward/index.js';
 import { getPool } from '../../../activities/store/db.js';
+import type { JudgeInputData } from '../../../schemas/rubric-judge.js';
 import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
 import { startModelServer, type ModelServer, type Rule } from '../../../testkit/model-server.js';
 import { insertJudgeable, isRepair, judgeInput, promptOf, query, RUBRIC, verdicts } from './fixtures.js';

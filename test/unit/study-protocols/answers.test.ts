@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  exactMatch,
-  extractFinalAnswer,
-  type FastVerdict,
-} from '../../../activities/study/protocols/answers.js';
+import { exactMatch, extractFinalAnswer } from '../../../activities/study/protocols/answers.js';
+import type { FastVerdict } from '../../../schemas/study-verdict.js';
 
 const MC = ['1/2', '1/3', '2/3', '3/4'];
 

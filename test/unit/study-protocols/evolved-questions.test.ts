@@ -2,16 +2,18 @@ import { describe, expect, it } from 'vitest';
 import {
   checkEvolvedFormat,
   DEFAULT_SIMILARITY_THRESHOLD,
-  EvolvedQuestionSchema,
   filterBySimilarity,
   jaccardSimilarity,
   tokenSet,
-  type EvolvedQuestion,
-  type FormatRejection,
   type SimilarityCandidate,
   type SimilarityDecision,
   type StudyQuestion,
 } from '../../../activities/study/protocols/index.js';
+import {
+  EvolvedQuestionSchema,
+  type EvolvedQuestion,
+  type FormatRejection,
+} from '../../../schemas/evolved-question.js';
 
 const SEED_MC = { question: 'What is 1/6 + 1/6?', options: ['1/2', '1/3', '2/3', '3/4'] };
 

@@ -9,8 +9,8 @@ import {
   personaMessages,
   personaSystemMessage,
   ProtocolInputError,
-  RepairOutputSchema,
 } from '../../../activities/study/protocols/index.js';
+import { RepairOutputSchema } from '../../../schemas/trace-repair.js';
 
 describe('trace repair', () => {
   const wrong = '1/6 + 1/6 = 2/12 = 1/6, so \\boxed{A}.';

@@ -6,8 +6,8 @@ import {
   predictScalingLaw,
   renderCurveSvg,
   renderStudyReport,
-  type StudyReportInput,
 } from '../../../activities/study/analysis/index.js';
+import type { StudyReportInput } from '../../../schemas/study-report.js';
 
 const GRID = [1, 2, 4, 8, 16, 32];
 const OFFSETS = [-0.01, 0, 0.01]; // three training seeds: sample std 1 pp at every budget

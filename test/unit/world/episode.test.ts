@@ -7,9 +7,9 @@ import {
   STOP_MARKER,
   TaskNotFoundError,
   type EpisodeHooks,
-  type EpisodeInputData,
   type EpisodeProgress,
 } from '../../../activities/world/index.js';
+import type { EpisodeInputData } from '../../../schemas/episode-input.js';
 import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
 import { startModelServer, type ModelServer, type Rule } from '../../../testkit/model-server.js';
 import {

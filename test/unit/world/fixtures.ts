@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { FunctionTool } from '../../../schemas/function-tool.js';
 import { ModelEndpointSchema, type ModelRole } from '../../../schemas/model-endpoint.js';
-import type { EpisodeInputData } from '../../../activities/world/index.js';
+import type { EpisodeInputData } from '../../../schemas/episode-input.js';
 import type { ChatRequestBody, Reply, ScriptedRequest } from '../../../testkit/model-server.js';
 import { query } from '../../../testkit/database.js';
 

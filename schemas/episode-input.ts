@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { ModelRoleSchema } from './model-endpoint.js';
+import { TemplateOverrideStageSchema } from './synthesis-spec.js';
+
+/** Why an episode is run: a teacher demonstration (synthesis), a GRPO rollout, or an evaluation. */
+export const EpisodePurposeSchema = z.enum(['demonstration', 'rollout', 'evaluation']);
+export type EpisodePurpose = z.infer<typeof EpisodePurposeSchema>;
+
+/**
+ * How an episode ended: the agent answered without calling a tool, it used up its turns, or the
+ * simulated user ended the conversation (the stop marker).
+ */
+export const EndReasonSchema = z.enum(['final_answer', 'max_turns', 'user_stop']);
+export type EndReason = z.infer<typeof EndReasonSchema>;
+
+/**
+ * The templates an episode uses: a shipped version and per-stage replacement files. Its output is
+ * what the template loader takes (`TemplateChoice` in activities/templates); the episode runner
+ * passes it there, so the compiler keeps the two in step.
+ */
+export const TemplateChoiceSchema = z
+  .object({
+    version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'a shipped template version such as v1'),
+    overrides: z.partialRecord(TemplateOverrideStageSchema, z.string().min(1)).default({}),
+  })
+  .strict();
+
+/**
+ * One episode to run: ids and settings only (it travels in Temporal payloads); the task's tools,
+ * instruction and hidden context are read from `tasks`.
+ */
+export const EpisodeInputSchema = z
+  .object({
+    episodeId: z
+      .string()
+      .min(1)
+      .max(300)
+      .describe(
+        'Deterministic id from the caller (run, task, purpose, sample); a retry resumes this episode.',
+      ),
+    taskId: z.string().min(1),
+    purpose: EpisodePurposeSchema,
+    sampleIndex: z
+      .number()
+      .int()
+      .min(0)
+      .describe("Sample of the agent's calls (GRPO group member, demonstration k)."),
+    policyVersion: z
+      .string()
+      .min(1)
+      .default('base')
+      .describe('Weights behind the agent endpoint; a new version never reuses cached answers.'),
+    runId: z.string().min(1).describe('Workflow id of the run that pays for the calls (usage ledger).'),
+    agentRoleName: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1-64)')
+      .describe("Ledger role of the agent's calls, e.g. teacher or policy."),
+    agent: ModelRoleSchema,
+    toolSimulator: ModelRoleSchema,
+    userSimulator: ModelRoleSchema,
+    maxTurns: z.number().int().min(1).max(256).describe('Agent turns (model calls) at most.'),
+    templates: TemplateChoiceSchema.default({ version: 'v1', overrides: {} }),
+  })
+  .strict();
+
+/** A validated episode input. */
+export type EpisodeInput = z.infer<typeof EpisodeInputSchema>;
+/** An episode input as a caller writes it (defaults not yet applied). */
+export type EpisodeInputData = z.input<typeof EpisodeInputSchema>;

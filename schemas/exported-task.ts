@@ -1,0 +1,40 @@
+/**
+ * One line of an exported `tasks.jsonl` as `mockworld import` reads it (README "Dataset format"):
+ * the fields GRPO training needs, with the bounds synthesis holds its own tasks to
+ * (FuzzyTaskSchema, RubricDraftSchema). The tools are checked as function specs by the importer,
+ * which names each bad tool by its place in the line.
+ */
+import { z } from 'zod';
+import { RubricSchema } from './synthesis-records.js';
+
+/** The instruction: the prompt's last user message with text (the export's prompt ends with it). */
+export const instructionOf = (prompt: readonly { role: string; content?: string | null }[]) =>
+  prompt.filter((m) => m.role === 'user' && m.content?.trim()).at(-1)?.content ?? undefined;
+
+const RubricItem = z.string().trim().min(1).max(500);
+
+/** One line of an exported `tasks.jsonl`. */
+export const ExportedTaskSchema = z.object({
+  task_id: z.string().min(1).max(500),
+  persona_id: z.string().min(1).max(500).optional(),
+  prompt: z
+    .array(z.object({ role: z.string(), content: z.string().nullish() }).loose())
+    .refine((prompt) => instructionOf(prompt) !== undefined, 'needs a user message (the instruction)')
+    .refine(
+      (prompt) => (instructionOf(prompt)?.length ?? 0) <= 2_000,
+      'the instruction is over 2000 characters',
+    ),
+  tools: z.array(z.unknown()).max(15),
+  hidden_context: z.string().trim().min(1).max(4_000),
+  rubric: RubricSchema.extend({
+    forbidden: z.array(RubricItem).max(8),
+    subGoals: z.array(RubricItem).max(16),
+    requiredInteractions: z.array(RubricItem).max(8),
+  }).refine(
+    (rubric) => rubric.subGoals.length + rubric.requiredInteractions.length > 0,
+    'needs a sub-goal or a required interaction: the reward averages their fractions',
+  ),
+  workflow: z.array(z.string()).max(16).optional(),
+});
+/** A validated exported task line. */
+export type ExportedTask = z.infer<typeof ExportedTaskSchema>;
