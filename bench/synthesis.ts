@@ -12,32 +12,32 @@
  * Everything started here (dev server, model server, databases, temp dir) is stopped or removed
  * at the end, on failure and on SIGINT/SIGTERM too.
  */
-import { setMaxListeners } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { Client, Connection } from '@temporalio/client';
-import proto from '@temporalio/proto';
-import { MockActivityEnvironment } from '@temporalio/testing';
+import type { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import type { StageOutcome } from '../activities/synthesis/stages.js';
-import { registerSearchAttributes } from '../deploy/search-attributes.js';
-import { ensureTemporalCli } from '../deploy/temporal-cli.js';
-import { startDevServer, type DevServer } from '../deploy/temporal-dev-server.js';
 import { parseSpecOfKind } from '../schemas/specs.js';
 import { createTestDatabase, type TestDatabase } from '../testkit/database.js';
 import type { ModelServerStats } from '../testkit/model-server.js';
-import { freePort } from '../testkit/ports.js';
 import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../testkit/synthesis-script.js';
 import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin.js';
 import type { SynthesisSummary } from '../workflows/synthesis.js';
 import { taskIdOf, type SynthesisTaskResult } from '../workflows/synthesis-task.js';
-import { startBenchRun } from '../testkit/bench-run.js';
-import { serveModelServer, spawnModelServer, type ModelServerProcess } from '../testkit/model-server-process.js';
+import { resultWithin, startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
+import {
+  serveModelServer,
+  spawnModelServer,
+  type ModelServerProcess,
+} from '../testkit/model-server-process.js';
+import { processCpuMs } from './measure/cpu.js';
+import { largest, scanAll, scanChain, type Largest } from './measure/history.js';
+import { plainActivityRunner } from './measure/plain-activity.js';
+import { writeResults } from './measure/results.js';
 
 const LATENCIES_MS = (process.env.BENCH_LATENCIES ?? '0,50').split(',').map(Number);
 const TASKS = Number(process.env.BENCH_TASKS ?? 96);
@@ -52,11 +52,6 @@ const MODEL_MAX_CONCURRENCY = 256;
 /** A run that takes longer than this is a hang: it is terminated and the bench fails. */
 const RUN_TIMEOUT_MS = 300_000;
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-
-// A CommonJS package: Node's ESM loader sees only its default export (as in deploy/search-attributes.ts).
-const { temporal } = proto;
-
 // ---------------------------------------------------------------------------------------------
 // Model server in a child process, driven by JSON lines on stdin/stdout.
 
@@ -67,18 +62,6 @@ function startModelServerProcess(): Promise<ModelServerProcess> {
 
 // ---------------------------------------------------------------------------------------------
 // Measurements.
-
-/** CPU time of another process in ms (utime + stime from /proc; USER_HZ = 100 on Linux). */
-function processCpuMs(pid: number | undefined): number {
-  if (!pid) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
 
 /** CPU used by each of our processes during one path's run, in ms. */
 interface CpuMs {
@@ -138,12 +121,6 @@ interface PathResult {
   readonly savedFraction: number;
 }
 
-interface PayloadMax {
-  readonly bytes: number;
-  readonly eventType: string;
-  readonly workflowId: string;
-}
-
 interface HistoryFigures {
   readonly dataset: {
     readonly runs: number;
@@ -165,9 +142,9 @@ interface HistoryFigures {
     readonly eventsMean: number;
   };
   /** Largest single Payload (encoded temporal.api.common.v1.Payload) in any event of these histories. */
-  readonly largestPayload: PayloadMax;
+  readonly largestPayload: Largest;
   /** Largest event (encoded HistoryEvent), payloads and all. */
-  readonly largestEvent: PayloadMax;
+  readonly largestEvent: Largest;
 }
 
 interface Cell {
@@ -255,85 +232,19 @@ function specFor(personasPath: string, modelUrl: string, model: string) {
 // ---------------------------------------------------------------------------------------------
 // History inspection.
 
-type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
-
-function eventTypeName(event: HistoryEvent): string {
-  const type = event.eventType ?? 0;
-  return (temporal.api.enums.v1.EventType[type] ?? String(type)).replace(/^EVENT_TYPE_/, '');
-}
-
-/** Every Payload inside a decoded proto object (recursively: inputs, results, headers, memos, search attributes). */
-function* payloadsIn(
-  value: unknown,
-  seen = new Set<unknown>(),
-): Generator<proto.temporal.api.common.v1.IPayload> {
-  if (value === null || typeof value !== 'object' || value instanceof Uint8Array || seen.has(value)) return;
-  seen.add(value);
-  const record = value as Record<string, unknown>;
-  if (record['data'] instanceof Uint8Array && 'metadata' in record) {
-    yield record as proto.temporal.api.common.v1.IPayload;
-    return;
-  }
-  for (const child of Array.isArray(value) ? value : Object.values(record)) yield* payloadsIn(child, seen);
-}
-
-interface HistoryScan {
-  readonly events: number;
-  readonly bytes: number;
-  readonly largestPayload: PayloadMax;
-  readonly largestEvent: PayloadMax;
-  readonly continuedAs?: string;
-}
-
-async function scanHistory(client: Client, workflowId: string, runId?: string): Promise<HistoryScan> {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const events = history.events ?? [];
-  let largestPayload: PayloadMax = { bytes: 0, eventType: '', workflowId };
-  let largestEvent: PayloadMax = { bytes: 0, eventType: '', workflowId };
-  for (const event of events) {
-    const eventBytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
-    if (eventBytes > largestEvent.bytes)
-      largestEvent = { bytes: eventBytes, eventType: eventTypeName(event), workflowId };
-    for (const payload of payloadsIn(event)) {
-      const bytes = temporal.api.common.v1.Payload.encode(payload).finish().length;
-      if (bytes > largestPayload.bytes)
-        largestPayload = { bytes, eventType: eventTypeName(event), workflowId };
-    }
-  }
-  const last = events[events.length - 1];
-  return {
-    events: events.length,
-    bytes: temporal.api.history.v1.History.encode({ events }).finish().length,
-    largestPayload,
-    largestEvent,
-    continuedAs: last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined,
-  };
-}
-
+/** The dataset run's chain and every task child: sizes against the claim-check targets. */
 async function historyFigures(
   client: Client,
   workflowId: string,
   firstRunId: string,
 ): Promise<HistoryFigures> {
-  const scans: HistoryScan[] = [];
-  for (let runId: string | undefined = firstRunId; runId;) {
-    const scan = await scanHistory(client, workflowId, runId);
-    scans.push(scan);
-    runId = scan.continuedAs;
-  }
-  const taskScans: HistoryScan[] = [];
-  for (let i = 0; i < TASKS; i += 8) {
-    taskScans.push(
-      ...(await Promise.all(
-        Array.from({ length: Math.min(8, TASKS - i) }, (_, k) =>
-          scanHistory(client, taskIdOf(workflowId, i + k)),
-        ),
-      )),
-    );
-  }
+  const scans = await scanChain(client, workflowId, firstRunId);
+  const taskScans = await scanAll(
+    client,
+    Array.from({ length: TASKS }, (_, i) => taskIdOf(workflowId, i)),
+    8,
+  );
   const all = [...scans, ...taskScans];
-  const max = (pick: (s: HistoryScan) => PayloadMax) =>
-    all.map(pick).reduce((a, b) => (b.bytes > a.bytes ? b : a));
   const taskEvents = taskScans.map((s) => s.events);
   return {
     dataset: {
@@ -355,26 +266,16 @@ async function historyFigures(
       eventsMax: Math.max(...taskEvents),
       eventsMean: taskEvents.reduce((a, b) => a + b, 0) / taskEvents.length,
     },
-    largestPayload: max((s) => s.largestPayload),
-    largestEvent: max((s) => s.largestEvent),
+    largestPayload: largest(all.map((s) => s.largestPayload)),
+    largestEvent: largest(all.map((s) => s.largestEvent)),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The plain path: the same activities, the same order, no Temporal.
 
-/** Runs one activity inside a fresh mock activity context (what the worker gives each attempt). */
-function inContext<A extends unknown[], R>(
-  name: string,
-  fn: (...args: A) => Promise<R>,
-  ...args: A
-): Promise<R> {
-  const env = new MockActivityEnvironment(
-    { activityType: name, heartbeatTimeoutMs: 60_000, startToCloseTimeoutMs: 3_600_000 },
-    { logger: new DefaultLogger('WARN') },
-  );
-  return env.run(fn, ...args);
-}
+/** The timeouts the Synthesis workflows schedule their activities with. */
+const inContext = plainActivityRunner({ heartbeatTimeoutMs: 60_000, startToCloseTimeoutMs: 3_600_000 });
 
 /** Mirrors workflows/synthesis.ts + workflows/synthesis-task.ts step for step, minus Temporal. */
 async function runPlain(databaseUrl: string, runId: string, input: ReturnType<typeof specFor>) {
@@ -475,7 +376,8 @@ async function runPlain(databaseUrl: string, runId: string, input: ReturnType<ty
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { startedAt, dir, nonce, log, onCleanup, cleanupAll } = await startBenchRun('synthesis');
+  const run = await startBenchRun('synthesis');
+  const { startedAt, dir, nonce, log, onCleanup, cleanupAll } = run;
   const cells: Cell[] = [];
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -485,22 +387,8 @@ async function main(): Promise<void> {
     const models = await startModelServerProcess();
     onCleanup('model server', () => models.stop());
 
-    const cli = await ensureTemporalCli(log);
-    const server: DevServer = await startDevServer({
-      cli,
-      port: await freePort(),
-      dbFile: path.join(dir, 'temporal.db'),
-      logFile: path.join(dir, 'temporal.log'),
-    });
-    onCleanup('temporal dev server', () => server.stop());
-    const connection = await Connection.connect({ address: server.address });
-    onCleanup('client connection', () => connection.close());
-    await registerSearchAttributes(connection, 'default');
-    const client = new Client({ connection });
-    // Long polls (handle.result) in flight are aborted before the connection closes.
-    const pending = new AbortController();
-    setMaxListeners(0, pending.signal); // every long-poll retry of handle.result() listens on it
-    onCleanup('pending client calls', async () => pending.abort(new Error('bench stopping')));
+    const temporal = await startBenchTemporal(run);
+    const { server, client } = temporal;
     const nativeConnection = await NativeConnection.connect({ address: server.address });
     onCleanup('worker connection', () => nativeConnection.close());
     log(`dev server at ${server.address}, model server at ${models.url}`);
@@ -542,21 +430,7 @@ async function main(): Promise<void> {
         taskQueue,
         workflowId,
       });
-      let timer: NodeJS.Timeout | undefined;
-      const summary = (await Promise.race([
-        connection.withAbortSignal(pending.signal, () => handle.result()),
-        new Promise((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`Temporal run ${workflowId} exceeded ${RUN_TIMEOUT_MS} ms`)),
-            RUN_TIMEOUT_MS,
-          );
-        }),
-      ])
-        .catch(async (error) => {
-          await handle.terminate('bench timeout').catch(() => undefined);
-          throw error;
-        })
-        .finally(() => clearTimeout(timer))) as SynthesisSummary;
+      const summary = await resultWithin<SynthesisSummary>(temporal, handle, RUN_TIMEOUT_MS);
       const temporalWall = performance.now() - t0;
       const temporalCpuMs = temporalCpu();
       const temporalLoadEnd = os.loadavg()[0]!;
@@ -680,53 +554,30 @@ async function main(): Promise<void> {
   ];
   console.log([...throughput, ...mapping, ...histories].join('\n'));
 
-  const out = path.join(HERE, 'results', 'synthesis.json');
-  await mkdir(path.dirname(out), { recursive: true });
-  await writeFile(
-    out,
-    await asProjectJson(
-      JSON.stringify(
-        {
-          benchmark: 'synthesis',
-          date: new Date().toISOString(),
-          node: process.version,
-          cpus: os.cpus().length,
-          cpuModel: os.cpus()[0]?.model,
-          tasks: TASKS,
-          concurrency: CONCURRENCY,
-          demonstrationsPerTask: DEMONSTRATIONS,
-          maxTurns: MAX_TURNS,
-          modelMaxConcurrency: MODEL_MAX_CONCURRENCY,
-          totalBenchSeconds: (performance.now() - startedAt) / 1000,
-          notes: [
-            'temporal: Synthesis workflow on a CLI dev server (SQLite file) started by the bench, in-process worker with MockworldPlugin (maxConcurrentActivityTaskExecutions 512), fresh database; wall = start → result.',
-            'plain: the same activities from createActivities called in SynthesisTask order with the same concurrency, each call in a MockActivityEnvironment, fresh database; wall = recordRunStart → finishSynthesis.',
-            'temporalOverheadMsPerTask = (temporal wall − plain wall) / tasks.',
-            'temporalCpuOverheadMsPerTask = (CPU of the bench process + dev server during the Temporal run − CPU of the bench process during the plain run) / tasks; PostgreSQL CPU not counted.',
-            'The machine may be shared: loadAvgAtStart/End (1-min, this bench included) show other load; wall figures are very sensitive to it, CPU figures less (contention also inflates CPU time).',
-            'saved = (task-tool calls − tool errors − tool-simulator llm_calls rows) / (task-tool calls − tool errors).',
-            'Model server: the scripted world of testkit/synthesis-script.ts in a child process; every model role answered by it.',
-            'History: dataset workflow summed over its continue-as-new chain; payload = encoded temporal.api.common.v1.Payload, largest over the dataset runs and all task workflows.',
-          ],
-          cells,
-        },
-        null,
-        2,
-      ) + '\n',
-    ),
-  );
-  console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
-}
-
-/** The JSON as the project's Prettier settings print it (so `npm run lint` passes), else as is. */
-async function asProjectJson(text: string): Promise<string> {
-  try {
-    const prettier = await import('prettier');
-    const options = await prettier.resolveConfig(path.join(HERE, 'results', 'synthesis.json'));
-    return await prettier.format(text, { ...options, parser: 'json' });
-  } catch {
-    return text;
-  }
+  await writeResults('synthesis', {
+    benchmark: 'synthesis',
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    tasks: TASKS,
+    concurrency: CONCURRENCY,
+    demonstrationsPerTask: DEMONSTRATIONS,
+    maxTurns: MAX_TURNS,
+    modelMaxConcurrency: MODEL_MAX_CONCURRENCY,
+    totalBenchSeconds: (performance.now() - startedAt) / 1000,
+    notes: [
+      'temporal: Synthesis workflow on a CLI dev server (SQLite file) started by the bench, in-process worker with MockworldPlugin (maxConcurrentActivityTaskExecutions 512), fresh database; wall = start → result.',
+      'plain: the same activities from createActivities called in SynthesisTask order with the same concurrency, each call in a MockActivityEnvironment, fresh database; wall = recordRunStart → finishSynthesis.',
+      'temporalOverheadMsPerTask = (temporal wall − plain wall) / tasks.',
+      'temporalCpuOverheadMsPerTask = (CPU of the bench process + dev server during the Temporal run − CPU of the bench process during the plain run) / tasks; PostgreSQL CPU not counted.',
+      'The machine may be shared: loadAvgAtStart/End (1-min, this bench included) show other load; wall figures are very sensitive to it, CPU figures less (contention also inflates CPU time).',
+      'saved = (task-tool calls − tool errors − tool-simulator llm_calls rows) / (task-tool calls − tool errors).',
+      'Model server: the scripted world of testkit/synthesis-script.ts in a child process; every model role answered by it.',
+      'History: dataset workflow summed over its continue-as-new chain; payload = encoded temporal.api.common.v1.Payload, largest over the dataset runs and all task workflows.',
+    ],
+    cells,
+  });
 }
 
 if (process.argv.includes('--serve')) await serveModelServer(synthesisScript);

@@ -6,8 +6,8 @@
  * activities) runs in its own OS process, so its resident memory is its own; the only setting
  * changed is its activity slots (`maxConcurrentActivities`, default 512), raised so that every
  * rollout of the iteration can run at once. One `GrpoTraining` iteration of 64 tasks x n = 16 =
- * 1,024 rollouts, all 64 groups in flight (`rolloutConcurrency` 64), plays against bench/grpo.ts's
- * scripted model server (a child process) answering every call after a fixed latency (6 s by
+ * 1,024 rollouts, all 64 groups in flight (`rolloutConcurrency` 64), plays in the GRPO benchmark's
+ * scripted world (bench/grpo/world.ts; its model server in a child process) answering every call after a fixed latency (6 s by
  * default), long enough that every rollout is started before the first one ends. The worker's
  * VmRSS is sampled every 250 ms from /proc/<pid>/status, and its peak is VmHWM (reset with
  * /proc/<pid>/clear_refs before each run, so it is the peak of that run, not of start-up's
@@ -21,7 +21,7 @@
  * task-tool calls in `episodes`, one judge call per judgement), upstream calls at the model server,
  * paid calls as `llm_calls` rows.
  *
- * The trainer step is bench/grpo.ts's stand-in on the GPU queue (reads the batch, records the step,
+ * The trainer step is the GRPO benchmark's stand-in (bench/grpo/standin-trainer.ts) on the GPU queue (reads the batch, records the step,
  * computes no gradient). Everything started here (dev server, model server, worker process, the
  * stand-in's worker, the database, the temp dir) is stopped or removed at the end, on failure and
  * on SIGINT/SIGTERM too.
@@ -32,10 +32,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -45,15 +44,11 @@ import { stopChild } from '../deploy/processes.js';
 import { createTestDatabase } from '../testkit/database.js';
 import type { ModelServerStats } from '../testkit/model-server.js';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
-import {
-  asProjectJson,
-  insertKeptTasks,
-  processCpuMs,
-  runTemporal,
-  specFor,
-  standInTrainerActivities,
-  startModelServerProcess,
-} from './grpo.js';
+import { standInTrainerActivities } from './grpo/standin-trainer.js';
+import { runTemporal } from './grpo/temporal.js';
+import { insertKeptTasks, specFor, startGrpoWorldServer } from './grpo/world.js';
+import { processCpuMs } from './measure/cpu.js';
+import { writeResults } from './measure/results.js';
 import { startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
 
 const TASKS = Number(process.env.BENCH_WM_TASKS ?? 64);
@@ -67,7 +62,6 @@ const SAMPLE_MS = 250;
 const IDLE_MS = 8_000;
 const TARGET_IN_FLIGHT = 1000;
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
 
 // ---------------------------------------------------------------------------------------------
@@ -344,7 +338,7 @@ async function main(): Promise<void> {
   let idle: { rssMiB: number; startupPeakMiB: number } | undefined;
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
-    const models = await startModelServerProcess();
+    const models = await startGrpoWorldServer();
     onCleanup('model server', () => models.stop());
     await models.setLatency(LATENCY_MS);
     const { server, connection, client, pending } = await startBenchTemporal(run);
@@ -400,9 +394,9 @@ async function main(): Promise<void> {
       model: 'wm',
       tasks: TASKS,
       groupsInFlight: TASKS,
+      rolloutsPerTask: N,
       gpuTaskQueue,
     });
-    Object.assign(spec, { rolloutsPerTask: N });
 
     for (const label of ['1st: cold', '2nd: same spec and policy version'] as const) {
       const workflowId = `bench-wm-${nonce}-${runs.length + 1}`;
@@ -455,47 +449,34 @@ async function main(): Promise<void> {
   }
   const totalSeconds = (performance.now() - t0) / 1000;
   print(idle!, runs, totalSeconds);
-  const out = path.join(HERE, 'results', 'worker-memory.json');
-  await mkdir(path.dirname(out), { recursive: true });
-  await writeFile(
-    out,
-    await asProjectJson(
-      JSON.stringify(
-        {
-          benchmark: 'worker-memory',
-          date: new Date().toISOString(),
-          node: process.version,
-          cpus: os.cpus().length,
-          cpuModel: os.cpus()[0]?.model,
-          totalBenchSeconds: totalSeconds,
-          settings: {
-            tasks: TASKS,
-            rolloutsPerTask: N,
-            rollouts: ROLLOUTS,
-            rolloutConcurrency: TASKS,
-            modelLatencyMs: LATENCY_MS,
-            worker: {
-              process: 'runCpuWorker (workers/cpu-worker.ts) in its own Node process',
-              maxConcurrentActivityTaskExecutions: MAX_ACTIVITIES,
-              defaultMaxConcurrentActivityTaskExecutions:
-                CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions,
-              maxEagerActivityReservationsPerWorkflowTask:
-                CPU_WORKER_TUNING.maxEagerActivityReservationsPerWorkflowTask,
-            },
-            sampleMs: SAMPLE_MS,
-            trainer: 'stand-in (bench/grpo.ts: batch read, step recorded, no gradient)',
-          },
-          idle,
-          runs,
-          /** [seconds since start, worker VmRSS MiB, rollouts in flight (null between runs)], one per second. */
-          timeline: timeline(samples),
-        },
-        null,
-        2,
-      ) + '\n',
-    ),
-  );
-  console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
+  await writeResults('worker-memory', {
+    benchmark: 'worker-memory',
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    totalBenchSeconds: totalSeconds,
+    settings: {
+      tasks: TASKS,
+      rolloutsPerTask: N,
+      rollouts: ROLLOUTS,
+      rolloutConcurrency: TASKS,
+      modelLatencyMs: LATENCY_MS,
+      worker: {
+        process: 'runCpuWorker (workers/cpu-worker.ts) in its own Node process',
+        maxConcurrentActivityTaskExecutions: MAX_ACTIVITIES,
+        defaultMaxConcurrentActivityTaskExecutions: CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions,
+        maxEagerActivityReservationsPerWorkflowTask:
+          CPU_WORKER_TUNING.maxEagerActivityReservationsPerWorkflowTask,
+      },
+      sampleMs: SAMPLE_MS,
+      trainer: 'stand-in (bench/grpo/standin-trainer.ts: batch read, step recorded, no gradient)',
+    },
+    idle,
+    runs,
+    /** [seconds since start, worker VmRSS MiB, rollouts in flight (null between runs)], one per second. */
+    timeline: timeline(samples),
+  });
 }
 
 /** One sample per second: the highest RSS and rollouts in flight of that second. */

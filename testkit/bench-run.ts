@@ -3,7 +3,7 @@ import { setMaxListeners } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { registerSearchAttributes } from '../deploy/search-attributes.js';
 import { ensureTemporalCli } from '../deploy/temporal-cli.js';
 import { startDevServer, type DevServer } from '../deploy/temporal-dev-server.js';
@@ -100,4 +100,42 @@ export async function startBenchTemporal(run: BenchRun): Promise<BenchTemporal> 
   setMaxListeners(0, pending.signal);
   run.onCleanup('pending client calls', async () => pending.abort(new Error('bench stopping')));
   return { server, connection, client: new Client({ connection }), pending };
+}
+
+/**
+ * The workflow's result, or a failure after `timeoutMs` (a hang): then its pending activities and
+ * their last failures are printed (what it was waiting for) and the run is terminated, so a
+ * failed bench leaves nothing running. Aborted with the bench's other client calls at cleanup.
+ */
+export async function resultWithin<T>(
+  temporal: Pick<BenchTemporal, 'connection' | 'pending'>,
+  handle: WorkflowHandle,
+  timeoutMs: number,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hang = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Temporal run ${handle.workflowId} exceeded ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return (await Promise.race([
+      temporal.connection.withAbortSignal(temporal.pending.signal, () => handle.result()),
+      hang,
+    ])) as T;
+  } catch (error) {
+    const pending = await handle
+      .describe()
+      .then((d) => d.raw.pendingActivities ?? [])
+      .catch(() => []);
+    for (const a of pending)
+      console.error(
+        `pending ${a.activityType?.name}: attempt ${a.attempt}, last failure: ${a.lastFailure?.message ?? 'none'}`,
+      );
+    await handle.terminate('bench timeout').catch(() => undefined);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }

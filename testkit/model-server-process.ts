@@ -5,8 +5,10 @@ import { startModelServer, type ModelServerStats, type Script } from './model-se
 
 /**
  * The scripted test model server in a child process of its own, so its CPU is counted apart from
- * the bench's. The bench script re-runs itself with `--serve` (child side: {@link serveModelServer});
- * the parent drives it by JSON lines on stdin/stdout ({@link spawnModelServer}).
+ * the bench's. The child is an entry file that calls {@link serveModelServer} with its script: a
+ * bench script re-running itself with `--serve` (bench/synthesis.ts), or an entry of its own
+ * (bench/grpo/world-server.ts). The parent drives it by JSON lines on stdin/stdout
+ * ({@link spawnModelServer}).
  */
 
 /** The parent's handle on the child. */
@@ -35,9 +37,9 @@ export async function serveModelServer(script: Script): Promise<void> {
   process.on('SIGTERM', stop);
 }
 
-/** Parent side: starts `benchScript --serve` and waits until its server listens. */
-export async function spawnModelServer(benchScript: string): Promise<ModelServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', benchScript, '--serve'], {
+/** Parent side: starts `entry --serve` and waits until its server listens. */
+export async function spawnModelServer(entry: string): Promise<ModelServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--serve'], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { nodeEntryArgs, REPO_ROOT } from '../deploy/paths.js';
 
 /** A CPU worker in its own OS process, so a test can SIGKILL it like a failing node. */

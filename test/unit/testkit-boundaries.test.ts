@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
 
 /**
- * The import rules of testkit/README.md: tests and benchmarks share testkit/ and never import each
- * other; the product never imports test code; benchmarks run without vitest, so they never import
- * testkit/vitest/. A rule broken by one new import line fails here, not in a reviewer's head.
+ * The import rules of testkit/README.md and bench/README.md: tests and benchmarks share testkit/
+ * and never import each other; the product never imports test code; benchmarks run without vitest,
+ * so they never import testkit/vitest/; a benchmark script is never a library. A rule broken by one
+ * new import line fails here, not in a reviewer's head.
  */
 
 /** Folders that are not source of this repository. */
@@ -65,6 +66,10 @@ describe('testkit boundaries', () => {
 
   it('no benchmark imports a test, nor what needs a vitest run', () => {
     expect(breaking((e) => inBench(e.from) && (inTest(e.to) || inVitestOnly(e.to)))).toEqual([]);
+  });
+
+  it('no module imports a benchmark script (bench/<name>.ts is a script only)', () => {
+    expect(breaking((e) => /^bench\/[^/]+\.js$/.test(e.to))).toEqual([]);
   });
 
   it('testkit imports neither tests nor benchmarks', () => {

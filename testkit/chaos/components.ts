@@ -8,7 +8,6 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile, readdir, readlink } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { nodeEntryArgs, REPO_ROOT } from '../../deploy/paths.js';
