@@ -7,6 +7,7 @@ import { createActivities } from '../../activities/index.js';
 import { MockworldState } from '../../workflows/search-attributes.js';
 import { MOCKWORLD_WORKFLOWS_PATH } from '../../workers/plugin.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
 
 /** A valid study spec; its questions are never read (preparing the study fails first). */
 const STUDY_SPEC = {
@@ -64,5 +65,6 @@ describe('a pipeline that fails', () => {
     expect(row).toMatchObject({ kind: 'ScalingStudy', status: 'failed' });
     expect(row!.summary.failure).toContain('the seed pool disk is gone');
     expect((await handle.describe()).typedSearchAttributes.get(MockworldState)).toBe('failed');
+    await recordHistory(workflowId, 'scaling-study-failed');
   });
 });
