@@ -11,10 +11,7 @@ import type { SpecKind, SpecOfKind } from '../schemas/specs.js';
  * workflow (a GRPO group, a synthesis task) ~50 ms of workflow-thread CPU although children never
  * validate a spec. `webpackMode: "eager"` keeps the schemas in the one bundle (no chunk to fetch).
  */
-export async function validateSpec<K extends SpecKind>(
-  kind: K,
-  input: unknown,
-): Promise<SpecOfKind<K>> {
+export async function validateSpec<K extends SpecKind>(kind: K, input: unknown): Promise<SpecOfKind<K>> {
   const { parseSpecOfKind } = await import(/* webpackMode: "eager" */ '../schemas/specs.js');
   try {
     return parseSpecOfKind(kind, input);
