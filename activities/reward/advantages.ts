@@ -1,5 +1,7 @@
-/** Default ε of {@link groupAdvantages}; the trainer's `adv_eps` default (workers/trainer/mockworld_trainer/config.py). */
-export const DEFAULT_ADVANTAGE_EPS = 1e-6;
+import { TRAINER_STEP_DEFAULTS } from '../../schemas/trainer-step.js';
+
+/** Default ε of {@link groupAdvantages}: the trainer's `adv_eps` default (the trainer contract's). */
+export const DEFAULT_ADVANTAGE_EPS = TRAINER_STEP_DEFAULTS.adv_eps;
 
 /** Per-rollout advantages and how many groups carried no learning signal. */
 export interface GroupAdvantages {

@@ -1,13 +1,15 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { FunctionToolSchema } from '../../schemas/function-tool.js';
+import { GrpoBatchRecordSchema } from '../../schemas/trainer-batch-record.js';
+import { PostgresBatchRefSchema, TRAINER_BATCHES_TABLE } from '../../schemas/trainer-step.js';
 import { groupAdvantages } from '../reward/index.js';
 import { inTransaction } from '../store/db.js';
 import { ASK_USER_TOOL } from '../world/index.js';
 import { TrainerBatchError } from './errors.js';
 
-/** Table the Python trainer reads `postgres` batch references from (workers/trainer/mockworld_trainer/batches.py). */
-export const TRAINER_BATCHES_TABLE = 'trainer_batches';
+/** Table the Python trainer reads `postgres` batch references from (the trainer contract's default). */
+export { TRAINER_BATCHES_TABLE };
 /** Rows per INSERT statement (keeps one statement's JSON parameter bounded). */
 const INSERT_CHUNK = 128;
 
@@ -29,13 +31,8 @@ export interface BuildTrainerBatchInput {
   readonly items: readonly TrainerBatchItem[];
 }
 
-/** The `batch_ref` of `trainer.grpoStep` that names a written batch. */
-export interface PostgresBatchRef {
-  readonly kind: 'postgres';
-  readonly table: typeof TRAINER_BATCHES_TABLE;
-  readonly run_id: string;
-  readonly step: number;
-}
+/** The `batch_ref` of `trainer.grpoStep` that names a written batch, every field of the contract's set. */
+export type PostgresBatchRef = Readonly<Required<z.input<typeof PostgresBatchRefSchema>>>;
 
 /** What was written, with the batch's reward statistics. */
 export interface TrainerBatchSummary {
@@ -94,7 +91,7 @@ export async function buildTrainerBatch(
     [items.map((i) => i.episodeId)],
   );
   const byId = new Map(rows.map((r) => [r.episode_id, r]));
-  const records: Array<{ episodeId: string; payload: unknown }> = [];
+  const records: Array<{ episodeId: string; payload: z.output<typeof GrpoBatchRecordSchema> }> = [];
   for (const item of items) {
     const row = byId.get(item.episodeId);
     if (!row) {
@@ -104,20 +101,25 @@ export async function buildTrainerBatch(
     if (row.task_id !== item.taskId)
       problems.push(`${item.episodeId}: belongs to task ${row.task_id}, not ${item.taskId}`);
     if (row.end_reason === null) problems.push(`${item.episodeId}: has not ended`);
-    if (!row.messages.some((m) => m.role === 'assistant'))
-      problems.push(`${item.episodeId}: has no assistant turn`);
     const tools = ToolsSchema.safeParse(row.tools);
-    if (!tools.success) problems.push(`${item.episodeId}: task ${row.task_id} has no valid tools`);
+    if (!tools.success) {
+      problems.push(`${item.episodeId}: task ${row.task_id} has no valid tools`);
+      continue;
+    }
+    const payload = {
+      group_id: item.taskId,
+      reward: item.reward,
+      messages: row.messages,
+      tools: [...tools.data, ASK_USER_TOOL],
+    };
+    // The record the trainer validates (schemas/trainer-batch-record.ts): refused here, named, rather
+    // than by the trainer after the whole iteration's rollouts.
+    const record = GrpoBatchRecordSchema.safeParse(payload);
+    if (record.success) records.push({ episodeId: item.episodeId, payload: record.data });
     else {
-      records.push({
-        episodeId: item.episodeId,
-        payload: {
-          group_id: item.taskId,
-          reward: item.reward,
-          messages: row.messages,
-          tools: [...tools.data, ASK_USER_TOOL],
-        },
-      });
+      for (const issue of record.error.issues) {
+        problems.push(`${item.episodeId}: ${issue.path.join('.') || 'record'}: ${issue.message}`);
+      }
     }
   }
   if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);

@@ -1,52 +1,15 @@
 """Temporal activities of the GPU trainer, called by name from TypeScript workflows on ``mockworld-gpu``.
 
-Each takes one JSON object and returns one JSON object (small: data travels by reference). Errors
-that retrying cannot fix are ``ApplicationError`` with ``non_retryable=True`` and ``type`` one of
-TrainerBadRequest, TrainerStepOutOfOrder, TrainerStepMismatch, TrainerCheckpointMissing; anything
-else (CUDA out of memory, an unreachable database, a killed process) is an ordinary, retryable failure.
+Each takes one JSON object and returns one JSON object (small: data travels by reference). Their
+names, inputs and outputs are the contract in schemas/trainer-contract.ts, emitted as JSON Schema
+into schemas/json/trainer/ (activities.json lists the activities and their files); every input is
+validated against its file here, every bad path named in one TrainerBadRequest.
 
-trainer.grpoStep / trainer.sftStep, input:
-    {"run_id": str,                 the training run (the workflow id)
-     "step": int >= 1,              step n needs step n-1 applied; step 0 is the initial policy
-     "batch_ref": {"kind": "jsonl", "path": "/abs.jsonl"}
-                | {"kind": "postgres", "table"?: "trainer_batches", "run_id"?: str, "step"?: int},
-     "model"?: {"kind": "tiny", "seed"?: int, "hidden_size"?: int, "num_layers"?: int, "num_heads"?: int,
-                "num_kv_heads"?: int, "intermediate_size"?: int}
-             | {"kind": "pretrained", "path": "/local/dir", "dtype"?: "float32" | "bfloat16"},
-                                    required until step 1 is applied; afterwards, if given, must match
-     "config"?: {"lr", "weight_decay", "max_grad_norm", "eps_low", "eps_high", "kl_coef", "adv_eps",
-                 "mini_batch_groups", "micro_batch_size", "max_seq_len"}   (see config.StepConfig)}
-  output:
-    {"run_id": str, "step": int, "kind": "grpo" | "sft",
-     "metrics": {grpo: loss, clip_frac, clip_frac_low, clip_frac_high, ratio_mean, approx_kl, grad_norm,
-                 skipped_updates, reward_mean, reward_std, adv_abs_mean, num_samples, num_groups,
-                 zero_variance_groups, num_tokens, num_updates, truncated_samples, duration_s,
-                 [ref_kl when kl_coef > 0];
-                 sft: loss, grad_norm, skipped_updates, num_samples, num_tokens, num_updates,
-                 truncated_samples, duration_s}
-                 all numbers; a non-finite value is null (an update with a non-finite gradient norm is
-                 skipped and counted in skipped_updates),
-     "model_path": str,             this step's weights directory (save_pretrained layout)
-     "applied_at": ISO-8601 str,    when the step was first applied
-     "replayed": bool}              true when the step had already been applied and nothing was stepped
-
-trainer.saveCheckpoint, input {"run_id": str, "step"?: int (default: the latest)};
-  output {"run_id": str, "step": int, "model_path": str, "pinned": true}. Pins the step's weights so
-  retention (MOCKWORLD_CHECKPOINT_KEEP newest steps) never removes them. Idempotent.
-
-trainer.registerRun, input {"run_id": str, "model": model spec as above};
-  output: as trainer.latestPolicy. Fixes the run's model before its first step (run.json), so a run
-  that is never stepped (a study cell without examples) is served at step 0 as its own model. Idempotent;
-  a different model after a step is TrainerStepMismatch.
-
-trainer.latestPolicy, input {"run_id": str};
-  output {"run_id": str, "step": int, "model_path": str | null, "base_model": model spec | null,
-          "kind": "grpo" | "sft" | null, "metrics": object | null}. At step 0, model_path is the
-  pretrained base path (null for a tiny model, or before the run's first step names its model).
-
-Long steps heartbeat ``{"phase": "start" | "old_logprobs" | "ref_logprobs" | "update" | "save", "done": int,
-"total": int}`` between micro-batches and from a background thread every heartbeat_timeout / 3 (10 s
-when none is set), so that a slow save still heartbeats.
+Errors that retrying cannot fix are ``ApplicationError`` with ``non_retryable=True`` and ``type`` one of
+the contract's error types (errors.py); anything else (CUDA out of memory, an unreachable database,
+a killed process) is an ordinary, retryable failure. Long steps heartbeat step-heartbeat.json
+between micro-batches and from a background thread every heartbeat_timeout / 3 (10 s when none is
+set), so that a slow save still heartbeats.
 """
 
 from __future__ import annotations
@@ -61,10 +24,9 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .errors import BadRequestError, TrainerError
+from . import contract
+from .errors import TrainerError
 from .trainer import Trainer
-
-STEP_FIELDS = {"run_id", "step", "batch_ref", "model", "config"}
 
 
 class Heartbeater:
@@ -116,16 +78,9 @@ def _non_retryable(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _object(data: Any, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise BadRequestError("input: expected a JSON object")
-    problems = [f"{k}: unknown field (valid: {', '.join(sorted(allowed))})" for k in data if k not in allowed]
-    problems += [f"{k}: required" for k in sorted(required) if k not in data]
-    if "run_id" in data and not isinstance(data["run_id"], str):
-        problems.append("run_id: expected a string")
-    if problems:
-        raise BadRequestError("invalid input:\n  " + "\n  ".join(problems))
-    return data
+def _input(activity: str, data: Any) -> dict[str, Any]:
+    """The activity's input, validated against its contract file, with the defaults it declares."""
+    return contract.validate(contract.activity_schema(activity, "input"), data, f"{activity} input")
 
 
 class TrainerActivities:
@@ -135,7 +90,7 @@ class TrainerActivities:
         self.trainer = trainer or Trainer()
 
     def _step(self, data: Any, kind: str) -> dict[str, Any]:
-        d = _object(data, STEP_FIELDS, {"run_id", "step", "batch_ref"})
+        d = _input(f"trainer.{kind}Step", data)
         with Heartbeater() as beat:
             return self.trainer.train_step(
                 d["run_id"],
@@ -150,34 +105,34 @@ class TrainerActivities:
     @activity.defn(name="trainer.grpoStep")
     @_non_retryable
     def grpo_step(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Applies GRPO step ``step`` of ``run_id`` exactly once (shapes in the module docstring)."""
+        """Applies GRPO step ``step`` of ``run_id`` exactly once (contract: step-input.json, step-result.json)."""
         return self._step(data, "grpo")
 
     @activity.defn(name="trainer.sftStep")
     @_non_retryable
     def sft_step(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Applies SFT step ``step`` of ``run_id`` exactly once (shapes in the module docstring)."""
+        """Applies SFT step ``step`` of ``run_id`` exactly once (contract: step-input.json, step-result.json)."""
         return self._step(data, "sft")
 
     @activity.defn(name="trainer.saveCheckpoint")
     @_non_retryable
     def save_checkpoint(self, data: dict[str, Any]) -> dict[str, Any]:
         """Pins a step's weights against retention and returns their directory."""
-        d = _object(data, {"run_id", "step"}, {"run_id"})
+        d = _input("trainer.saveCheckpoint", data)
         return self.trainer.save_checkpoint(d["run_id"], d.get("step"))
 
     @activity.defn(name="trainer.registerRun")
     @_non_retryable
     def register_run(self, data: dict[str, Any]) -> dict[str, Any]:
         """Fixes a run's model before its first step (its step 0 is then served as that model)."""
-        d = _object(data, {"run_id", "model"}, {"run_id", "model"})
+        d = _input("trainer.registerRun", data)
         return self.trainer.register_run(d["run_id"], d["model"])
 
     @activity.defn(name="trainer.latestPolicy")
     @_non_retryable
     def latest_policy(self, data: dict[str, Any]) -> dict[str, Any]:
         """The newest applied step of a run and where its weights are."""
-        d = _object(data, {"run_id"}, {"run_id"})
+        d = _input("trainer.latestPolicy", data)
         return self.trainer.latest_policy(d["run_id"])
 
     def all(self) -> list[Callable[..., Any]]:

@@ -1,8 +1,9 @@
 """Errors of the trainer worker.
 
 Each class names one way a request can be wrong; ``type_name`` is the stable string the activity layer
-puts in Temporal's ``ApplicationError.type`` so TypeScript workflows can branch on it. None of them
-is worth retrying: the same request would fail the same way.
+puts in Temporal's ``ApplicationError.type`` so TypeScript workflows can branch on it: one of the
+contract's error types (schemas/trainer-contract.ts TRAINER_ERROR_TYPES, error-types.json; a test
+checks the two agree). None of them is worth retrying: the same request would fail the same way.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ from transformers import DynamicCache  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from .checkpoint import CheckpointStore  # noqa: E402
-from .config import ModelSpec, PretrainedModelSpec, StepConfig, TinyModelSpec, parse_model_spec, to_dict  # noqa: E402
+from .config import ModelSpec, TinyModelSpec, parse_model_spec, parse_step_config, to_dict  # noqa: E402
 from .errors import BadRequestError, CheckpointMissingError, TrainerError  # noqa: E402
 from .model import ROLES, ByteTokenizer, ChatTemplateTokenizer, Policy, load_model, load_tokenizer  # noqa: E402
 from .optim import autocast  # noqa: E402
@@ -265,9 +265,9 @@ class PolicyHolder:
         if self.max_model_len is not None:
             limit = self.max_model_len
         elif isinstance(spec, TinyModelSpec):
-            limit = StepConfig().max_seq_len  # RoPE has no hard limit; the trainer cuts transcripts here
+            limit = parse_step_config(None).max_seq_len  # RoPE has no hard limit; the trainer cuts transcripts here
         else:
-            limit = int(getattr(model.config, "max_position_embeddings", 0) or StepConfig().max_seq_len)
+            limit = int(getattr(model.config, "max_position_embeddings", 0) or parse_step_config(None).max_seq_len)
         served = Served(step, policy, spec, weights, _stop_ids(policy), limit, time.time())
         self.loads += 1
         log.info(
@@ -1073,7 +1073,7 @@ def parse_base(text: str | None) -> ModelSpec | None:
     if text is None:
         return None
     if text == "tiny":
-        return TinyModelSpec()
+        return parse_model_spec({"kind": "tiny"}, where="--base")
     if text.lstrip().startswith("{"):
         try:
             return parse_model_spec(json.loads(text), where="--base")
@@ -1082,7 +1082,7 @@ def parse_base(text: str | None) -> ModelSpec | None:
     path = Path(text).expanduser().resolve()
     if not (path / "config.json").exists():
         raise BadRequestError(f"--base: {path} is not a model directory (no config.json); or pass 'tiny'")
-    return PretrainedModelSpec(path=str(path))
+    return parse_model_spec({"kind": "pretrained", "path": str(path)}, where="--base")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from . import contract
 from .batches import canonical, load_batch, parse_batch_ref
 from .checkpoint import CheckpointStore
 from .config import ModelSpec, parse_model_spec, parse_step_config, to_dict
@@ -88,8 +89,8 @@ class Trainer:
         """Applies step ``step`` of ``run_id`` exactly once; see the module docstring."""
         if kind not in KINDS:
             raise BadRequestError(f"kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-        if type(step) is not int or step < 1:
-            raise BadRequestError(f"step: expected an integer >= 1 (step 0 is the initial policy), got {step!r}")
+        request = {"run_id": run_id, "step": step, "batch_ref": batch_ref, "model": model, "config": config}
+        contract.validate("step-input", {k: v for k, v in request.items() if v is not None}, "step input")
         ref = parse_batch_ref(batch_ref, run_id, step)
         cfg = parse_step_config(config)
         spec = parse_model_spec(model) if model is not None else None

@@ -1,4 +1,4 @@
-"""The four activities through temporalio's ActivityEnvironment: names, JSON shapes, heartbeats, errors."""
+"""The activities through temporalio's ActivityEnvironment: names, contract shapes, heartbeats, errors."""
 
 from __future__ import annotations
 
@@ -16,10 +16,16 @@ from temporalio.testing import ActivityEnvironment
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from mockworld_trainer import contract
 from mockworld_trainer.activities import TrainerActivities
 
 CFG = {"lr": 1e-3, "micro_batch_size": 4}
-STEP_KEYS = {"run_id", "step", "kind", "metrics", "model_path", "applied_at", "replayed"}
+
+
+def conforms(activity_name: str, out: dict) -> dict:
+    """``out`` after checking it against the activity's output schema of the contract."""
+    assert contract.problems(contract.activity_schema(activity_name, "output"), out) == []
+    return out
 
 
 @pytest.fixture
@@ -34,11 +40,11 @@ def acts(trainer) -> TrainerActivities:
     return TrainerActivities(trainer)
 
 
-def test_the_activities_are_registered_under_the_names_the_workflows_call():
+def test_the_activities_are_registered_under_the_names_of_the_contract():
     names = [
         activity._Definition.must_from_callable(f).name for f in TrainerActivities.__new__(TrainerActivities).all()
     ]
-    assert names == [
+    assert names == list(contract.activities()) == [
         "trainer.grpoStep",
         "trainer.sftStep",
         "trainer.saveCheckpoint",
@@ -50,10 +56,11 @@ def test_the_activities_are_registered_under_the_names_the_workflows_call():
 def test_grpo_step_applies_once_heartbeats_and_returns_a_small_json_result(acts, env_and_beats, batch_ref):
     env, beats = env_and_beats
     request = {"run_id": "wf-1", "step": 1, "batch_ref": batch_ref, "model": TINY, "config": CFG}
-    out = env.run(acts.grpo_step, request)
-    assert set(out) == STEP_KEYS and out["replayed"] is False and out["kind"] == "grpo"
+    out = conforms("trainer.grpoStep", env.run(acts.grpo_step, request))
+    assert out["replayed"] is False and out["kind"] == "grpo"
     assert out["metrics"]["num_groups"] == 2 and out["metrics"]["zero_variance_groups"] == 0
     assert len(json.dumps(out)) < 4096  # claim-check: ids and small summaries only
+    assert all(contract.problems("step-heartbeat", b) == [] for b in beats)
     phases = {b["phase"] for b in beats}
     assert {"start", "old_logprobs", "update", "save"} <= phases
     again = env.run(acts.grpo_step, request)
@@ -62,7 +69,7 @@ def test_grpo_step_applies_once_heartbeats_and_returns_a_small_json_result(acts,
 
 def test_save_checkpoint_and_latest_policy_report_where_the_weights_are(acts, env_and_beats, batch_ref):
     env, _ = env_and_beats
-    assert env.run(acts.latest_policy, {"run_id": "wf-2"}) == {
+    assert conforms("trainer.latestPolicy", env.run(acts.latest_policy, {"run_id": "wf-2"})) == {
         "run_id": "wf-2",
         "step": 0,
         "model_path": None,
@@ -71,10 +78,10 @@ def test_save_checkpoint_and_latest_policy_report_where_the_weights_are(acts, en
         "metrics": None,
     }
     env.run(acts.grpo_step, {"run_id": "wf-2", "step": 1, "batch_ref": batch_ref, "model": TINY, "config": CFG})
-    latest = env.run(acts.latest_policy, {"run_id": "wf-2"})
+    latest = conforms("trainer.latestPolicy", env.run(acts.latest_policy, {"run_id": "wf-2"}))
     assert latest["step"] == 1 and latest["kind"] == "grpo" and latest["base_model"]["kind"] == "tiny"
     assert os.path.isfile(os.path.join(latest["model_path"], "model.safetensors"))
-    pinned = env.run(acts.save_checkpoint, {"run_id": "wf-2"})
+    pinned = conforms("trainer.saveCheckpoint", env.run(acts.save_checkpoint, {"run_id": "wf-2"}))
     assert pinned == {"run_id": "wf-2", "step": 1, "model_path": latest["model_path"], "pinned": True}
     assert env.run(acts.save_checkpoint, {"run_id": "wf-2", "step": 1}) == pinned  # idempotent
 
@@ -82,7 +89,7 @@ def test_save_checkpoint_and_latest_policy_report_where_the_weights_are(acts, en
 def test_register_run_fixes_the_model_of_a_run_that_never_steps(acts, env_and_beats, batch_ref):
     env, _ = env_and_beats
     other = {**TINY, "seed": 1}
-    registered = env.run(acts.register_run, {"run_id": "wf-reg", "model": TINY})
+    registered = conforms("trainer.registerRun", env.run(acts.register_run, {"run_id": "wf-reg", "model": TINY}))
     assert registered["step"] == 0 and registered["base_model"]["kind"] == "tiny"
     assert acts.trainer.store.read_manifest("wf-reg")["model"]["seed"] == 0  # what the policy server serves at step 0
     assert env.run(acts.register_run, {"run_id": "wf-reg", "model": TINY}) == registered  # idempotent
@@ -109,7 +116,7 @@ def test_errors_that_a_retry_cannot_fix_are_non_retryable_and_typed(acts, env_an
     err = _application_error(
         env, acts.grpo_step, {"run_id": "wf-3", "step": 1, "batch_ref": batch_ref, "model": TINY, "lr": 1}
     )
-    assert err.type == "TrainerBadRequest" and "lr: unknown field" in err.message
+    assert err.type == "TrainerBadRequest" and "lr: unknown field (valid: batch_ref, config, model, run_id, step)" in err.message
     err = _application_error(
         env,
         acts.grpo_step,
@@ -146,6 +153,7 @@ def test_sft_step_on_a_pretrained_directory_writes_a_servable_checkpoint(acts, e
     out = env.run(
         acts.sft_step, {"run_id": "wf-5", "step": 1, "batch_ref": ref, "model": model, "config": {"lr": 1e-2}}
     )
+    conforms("trainer.sftStep", out)
     assert out["kind"] == "sft" and out["metrics"]["num_tokens"] > 0
     # the step directory loads like any model directory, tokenizer and chat template included
     assert AutoTokenizer.from_pretrained(out["model_path"], local_files_only=True).chat_template

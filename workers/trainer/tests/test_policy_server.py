@@ -16,11 +16,11 @@ import torch
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 
 from mockworld_trainer import policy_server
-from mockworld_trainer.config import TinyModelSpec
+from mockworld_trainer.config import parse_model_spec
 from mockworld_trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_tokenizer
 from mockworld_trainer.policy_server import PolicyServer, parse_tool_calls
 
-TINY_SPEC = TinyModelSpec(**{k: v for k, v in TINY.items() if k != "kind"})
+TINY_SPEC = parse_model_spec(TINY)
 TOOLS = [
     {"type": "function", "function": {"name": "get_logs", "parameters": {"type": "object"}}},
     {"type": "function", "function": {"name": "rollback", "parameters": {"type": "object"}}},
@@ -276,9 +276,7 @@ def test_a_run_directory_that_already_has_steps_is_served_from_its_latest_step(t
 
 
 def test_a_pretrained_model_is_prompted_with_the_trainers_chat_template_tokens(serve, tmp_path):
-    from mockworld_trainer.config import PretrainedModelSpec
-
-    spec = PretrainedModelSpec(path=str(make_pretrained_dir(tmp_path / "base")))
+    spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
     server = serve("wf-pre", base=spec)
     messages = transcript("Rolled back.")[:-1]  # ends with a tool result: the next turn is the assistant's
     status, _, out = chat(server, messages=messages, tools=TOOLS, max_tokens=8, seed=0)

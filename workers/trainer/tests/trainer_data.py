@@ -89,11 +89,11 @@ def make_pretrained_dir(path: Path) -> Path:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from mockworld_trainer.config import TinyModelSpec
+    from mockworld_trainer.config import parse_model_spec
     from mockworld_trainer.model import tiny_config
 
     hf = byte_level_hf_tokenizer()
-    cfg = tiny_config(TinyModelSpec())
+    cfg = tiny_config(parse_model_spec({"kind": "tiny"}))
     cfg.vocab_size, cfg.eos_token_id, cfg.pad_token_id, cfg.bos_token_id = 264, hf.eos_token_id, hf.pad_token_id, None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(1)
