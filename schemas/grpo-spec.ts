@@ -1,25 +1,18 @@
 import { z } from 'zod';
 import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
 import { TemplatesSchema } from './synthesis-spec.js';
+import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
+import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
 
-/** The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model. */
+/**
+ * The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model.
+ * Built from the trainer's model spec (schemas/trainer-model.ts), so a kind or dtype the trainer
+ * would refuse at its first step is refused when the run starts; a spec sets only a tiny model's
+ * seed, and a pretrained model defaults to bfloat16 here.
+ */
 export const PolicyBaseSchema = z.discriminatedUnion('kind', [
-  z
-    .object({
-      kind: z.literal('tiny'),
-      seed: z.number().int().min(0).default(0),
-    })
-    .strict(),
-  z
-    .object({
-      kind: z.literal('pretrained'),
-      path: z
-        .string()
-        .min(1)
-        .describe('Local directory of a transformers model (shared storage on a cluster).'),
-      dtype: z.enum(['float32', 'bfloat16', 'float16']).default('bfloat16'),
-    })
-    .strict(),
+  TinyModelFieldsSchema.pick({ kind: true, seed: true }),
+  PretrainedModelSpecSchema.extend({ dtype: TrainerDtypeSchema.default('bfloat16') }),
 ]);
 
 /** The fields the cross-field checks of {@link GrpoSpecSchema} read. */
@@ -73,18 +66,19 @@ export const GrpoSpecSchema = z
     toolSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.2, topP: 1, maxTokens: 512 } }),
     userSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.3, topP: 1, maxTokens: 256 } }),
     globalBatch: z.number().int().min(1).max(4096).default(128).describe('Tasks per iteration.'),
-    miniBatch: z
-      .number()
-      .int()
-      .min(1)
+    miniBatch: TrainerStepFields.mini_batch_groups
       .max(4096)
-      .default(16)
+      .default(TRAINER_STEP_DEFAULTS.mini_batch_groups)
       .describe('Tasks per optimizer step (PPO mini-batch).'),
     rolloutsPerTask: z.number().int().min(2).max(256).default(16).describe('Group size n.'),
     maxTurns: z.number().int().min(1).max(64).default(16),
-    clipLow: z.number().gt(0).lt(1).default(0.2),
-    clipHigh: z.number().gt(0).lt(1).default(0.28),
-    learningRate: z.number().gt(0).max(1).default(1e-6),
+    // The trainer's eps_low, eps_high and lr (schemas/trainer-step.ts): their ranges are its.
+    clipLow: TrainerStepFields.eps_low.default(TRAINER_STEP_DEFAULTS.eps_low),
+    clipHigh: TrainerStepFields.eps_high.default(TRAINER_STEP_DEFAULTS.eps_high),
+    learningRate: TrainerStepFields.lr
+      .gt(0)
+      .default(TRAINER_STEP_DEFAULTS.lr)
+      .describe('AdamW learning rate of every step; > 0, or the policy never moves.'),
     epochs: z.number().int().min(1).max(100).default(2),
     evaluateEvery: z
       .number()

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PolicyBaseSchema } from './grpo-spec.js';
 import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
+import { TrainerStepFields } from './trainer-step.js';
 
 /**
  * Synthesis protocols of seed 002 (Sec. 6–7, App. 11.3). Each changes only p; (Q, T) stay fixed.
@@ -142,12 +143,15 @@ export const ScalingStudySpecSchema = z
     sft: z
       .object({
         epochs: z.number().int().min(1).max(100).default(8),
-        learningRate: z.number().gt(0).max(1).default(5e-6),
-        minLearningRate: z.number().min(0).max(1).default(5e-7),
+        // Sent to the trainer as each step's lr, weight_decay and max_seq_len: ranges from its contract.
+        learningRate: TrainerStepFields.lr.gt(0).default(5e-6),
+        minLearningRate: TrainerStepFields.lr
+          .default(5e-7)
+          .describe('The cosine schedule ends here (0 allowed).'),
         warmupRatio: z.number().min(0).max(0.5).default(0.05).describe('Share of steps with linear warm-up.'),
-        weightDecay: z.number().min(0).max(1).default(0.1),
+        weightDecay: TrainerStepFields.weight_decay.default(0.1),
         globalBatch: z.number().int().min(1).max(4096).default(32),
-        maxSeqLen: z.number().int().min(16).max(131_072).default(4096),
+        maxSeqLen: TrainerStepFields.max_seq_len.min(16).max(131_072).default(4096),
       })
       .strict()
       .default({

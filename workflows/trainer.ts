@@ -1,39 +1,13 @@
 import { proxyActivities } from '@temporalio/workflow';
+import { TRAINER_ERROR_TYPES, type TrainerActivities } from '../schemas/trainer-contract.js';
 
-/** A step's training data, by reference: rows of `trainer_batches` for (run, step). */
-interface PostgresBatchRef {
-  readonly kind: 'postgres';
-  readonly run_id: string;
-  readonly step: number;
-}
-
-/** The Python trainer's step contract (workers/trainer/README.md). */
-export interface TrainerStepInput {
-  readonly run_id: string;
-  readonly step: number;
-  readonly batch_ref: PostgresBatchRef;
-  readonly model: Record<string, unknown>;
-  readonly config: Record<string, number>;
-}
-
-export interface TrainerStepResult {
-  readonly step: number;
-  readonly metrics: Record<string, number | null>;
-  readonly model_path: string;
-  readonly replayed: boolean;
-}
-
-/** Activities of the GPU trainer worker, called by name on its task queue. */
-export interface TrainerActivities {
-  'trainer.grpoStep'(input: TrainerStepInput): Promise<TrainerStepResult>;
-  'trainer.sftStep'(input: TrainerStepInput): Promise<TrainerStepResult>;
-  'trainer.saveCheckpoint'(input: {
-    run_id: string;
-    step?: number;
-  }): Promise<{ step: number; model_path: string }>;
-  /** Fixes a run's model before its first step, so its step 0 is served as that model. */
-  'trainer.registerRun'(input: { run_id: string; model: Record<string, unknown> }): Promise<{ step: number }>;
-}
+/**
+ * The Python trainer's activities, called by name on its task queue; their names, inputs and
+ * outputs are the contract of schemas/trainer-contract.ts (the trainer validates against its JSON
+ * Schema). Re-exported for the workflows that call them.
+ */
+export type { TrainerActivities };
+export type { TrainerStepInput, TrainerStepResult } from '../schemas/trainer-step.js';
 
 /**
  * The trainer's activities on `taskQueue`. Steps are long and heartbeat; errors a retry cannot
@@ -47,12 +21,7 @@ export function trainerActivities(taskQueue: string) {
     heartbeatTimeout: '1 minute',
     retry: {
       maximumInterval: '1 minute',
-      nonRetryableErrorTypes: [
-        'TrainerBadRequest',
-        'TrainerStepOutOfOrder',
-        'TrainerStepMismatch',
-        'TrainerCheckpointMissing',
-      ],
+      nonRetryableErrorTypes: [...TRAINER_ERROR_TYPES],
     },
   });
 }

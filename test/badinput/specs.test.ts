@@ -218,6 +218,40 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
     );
   });
 
+  it('refuses at start what the trainer would refuse at its first step: float16, clip bounds, model kinds', () => {
+    const endpoint = { baseUrl: 'http://127.0.0.1:9/v1', model: 'policy' };
+    const pretrained = { kind: 'pretrained', path: '/models/qwen3', dtype: 'float16' };
+    const grpo = rejection({ ...VALID.GrpoTraining, policy: { base: pretrained, endpoint }, clipHigh: 1 });
+    expectNamed(grpo, ['policy.base.dtype', 'clipHigh']);
+    expect(grpo.message).toMatch(/policy\.base\.dtype: .*float16 is not trainable/);
+    for (const clip of [0, 1, 1.5, -0.2]) {
+      expectNamed(rejection({ ...VALID.GrpoTraining, clipHigh: clip, clipLow: clip }), [
+        'clipHigh',
+        'clipLow',
+      ]);
+    }
+    expectNamed(rejection({ ...VALID.GrpoTraining, policy: { base: { kind: 'huge' }, endpoint } }), [
+      'policy.base.kind',
+    ]);
+    // The study's student trains on the same trainer and is refused the same way.
+    const study = {
+      kind: 'ScalingStudy',
+      questions: { seedPool: 'seed.jsonl', testSet: 'test.jsonl' },
+      student: { base: pretrained, endpoint },
+    };
+    expectNamed(rejection(study), ['student.base.dtype']);
+    expectNamed(rejection({ ...study, student: { base: { kind: 'tiny', hidden_size: 64 }, endpoint } }), [
+      'student.base',
+    ]);
+    // What the trainer takes is still taken: bfloat16, and a schedule that decays the learning rate to 0.
+    const bf16 = { ...pretrained, dtype: 'bfloat16' };
+    expect(parseSpec({ ...VALID.GrpoTraining, policy: { base: bf16, endpoint }, clipHigh: 0.4 }).kind).toBe(
+      'GrpoTraining',
+    );
+    const decayToZero = { ...study, student: { base: bf16, endpoint }, sft: { minLearningRate: 0 } };
+    expect(parseSpec(decayToZero).kind).toBe('ScalingStudy');
+  });
+
   it('refuses unknown kinds and non-objects, listing the valid kinds, with a bounded message', () => {
     for (const kind of ['Training', '', 42, null, '__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
       const error = rejection({ kind });
