@@ -3,6 +3,7 @@
 Modules: contract (validation against the JSON Schema files emitted from the zod contract), config
 (typed specs), grpo (advantages and clipped loss), grpo_step and sft (one update over a batch), model
 (policies and transcript tokenization), batches (batch references), checkpoint (atomic per-step
-checkpoints), trainer (exactly-once steps), activities and worker (Temporal), policy_server (an
-OpenAI-compatible endpoint serving a run's latest weights). See README.md.
+checkpoints), trainer (exactly-once steps), activities and worker (Temporal), policy_server (the
+command of an OpenAI-compatible endpoint serving a run's latest weights; its parts are in serving/).
+See README.md.
 """

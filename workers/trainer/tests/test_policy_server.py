@@ -16,9 +16,11 @@ import torch
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 
 from mockworld_trainer import policy_server
+from mockworld_trainer.serving import app, pool
 from mockworld_trainer.config import parse_model_spec
 from mockworld_trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_tokenizer
-from mockworld_trainer.policy_server import PolicyServer, parse_tool_calls
+from mockworld_trainer.serving.app import PolicyServer
+from mockworld_trainer.serving.tool_calls import parse_tool_calls
 
 TINY_SPEC = parse_model_spec(TINY)
 TOOLS = [
@@ -62,7 +64,7 @@ def serve(store):
 def scripted(monkeypatch, text: str) -> list[int]:
     """Makes generation return ``text`` in the byte layout followed by the end-of-turn token."""
     ids = [*text.encode(), END]
-    monkeypatch.setattr(policy_server, "generate", lambda *a, **k: (list(ids), "stop"))
+    monkeypatch.setattr(app, "generate", lambda *a, **k: (list(ids), "stop"))
     return ids
 
 
@@ -186,7 +188,7 @@ def test_junk_and_calls_without_tools_come_back_as_content(serve, monkeypatch):
 
 def test_invalid_utf8_from_a_random_model_is_still_a_json_response(serve, monkeypatch):
     server = serve()
-    monkeypatch.setattr(policy_server, "generate", lambda *a, **k: ([0xFF, 0xC3, 0x00, 0x80, 259], "stop"))
+    monkeypatch.setattr(app, "generate", lambda *a, **k: ([0xFF, 0xC3, 0x00, 0x80, 259], "stop"))
     status, _, out = chat(server, tools=TOOLS)
     assert status == 200 and out["choices"][0]["message"]["content"] == "\ufffd\ufffd\x00\ufffd"
 
@@ -218,7 +220,7 @@ def test_after_a_trainer_step_the_server_serves_the_new_weights_and_in_flight_re
     old = server.holder.served
     before = [chat(server, seed=s, max_tokens=32)[2]["choices"] for s in range(4)]
 
-    real_generate = policy_server.generate
+    real_generate = app.generate
     entered, release = threading.Event(), threading.Event()
 
     def generate(served, *args, **kwargs):
@@ -227,7 +229,7 @@ def test_after_a_trainer_step_the_server_serves_the_new_weights_and_in_flight_re
             release.wait(10)
         return real_generate(served, *args, **kwargs)
 
-    monkeypatch.setattr(policy_server, "generate", generate)
+    monkeypatch.setattr(app, "generate", generate)
     in_flight: dict = {}
     t = threading.Thread(target=lambda: in_flight.update(out=chat(server, seed=0, max_tokens=32)))
     t.start()
@@ -346,7 +348,7 @@ def two_trained_runs(trainer, tmp_path) -> None:
 
 def loaded(server: PolicyServer) -> dict[str, object]:
     """The pool's holders by model name, least recently used first."""
-    return {policy_server._model_name(k): h for k, h in server.pool.loaded()}
+    return {pool.model_name(k): h for k, h in server.pool.loaded()}
 
 
 def test_one_server_serves_many_runs_by_model_name_and_pinned_steps(serve_any, trainer, tmp_path):
@@ -459,7 +461,7 @@ def test_at_most_max_loaded_runs_are_loaded_least_recently_used_first_out(serve_
     assert r2() is None  # an unloaded policy is freed, not kept alive somewhere
 
     # A policy that is generating is never unloaded: with both slots busy, a third run waits for one.
-    real_generate = policy_server.generate
+    real_generate = app.generate
     gates = {"r1": threading.Event(), "r3": threading.Event()}
     inside = {"r1": threading.Event(), "r3": threading.Event()}
     runs = {id(h.served): k for k, h in loaded(server).items()}
@@ -471,7 +473,7 @@ def test_at_most_max_loaded_runs_are_loaded_least_recently_used_first_out(serve_
             gates[run].wait(10)
         return real_generate(served, *args, **kwargs)
 
-    monkeypatch.setattr(policy_server, "generate", generate)
+    monkeypatch.setattr(app, "generate", generate)
     results: dict = {}
     threads = [threading.Thread(target=lambda n=n: results.update({n: ask(server, n)})) for n in ("r1", "r3")]
     for t in threads:
@@ -545,7 +547,7 @@ def test_the_command_line_serves_any_run_and_keeps_the_single_run_flags_apart(tm
 
 
 def test_model_names_parse_a_trailing_step_only():
-    parse = policy_server.parse_model_name
+    parse = pool.parse_model_name
     assert parse("study-x-cell-rs-q4-r2-s0") == ("study-x-cell-rs-q4-r2-s0", None)
     assert parse("cell@12") == ("cell", 12) and parse("a@b@3") == ("a@b", 3)
     assert parse("cell@") == ("cell@", None) and parse("cell@x1") == ("cell@x1", None) and parse("@3") == ("@3", None)
