@@ -1,7 +1,6 @@
 import { loadEnvironment } from '../schemas/environment.js';
 import { withLivenessHeartbeats } from './heartbeat.js';
 import { createModelClient } from './llm/index.js';
-import { createRewardActivities } from './reward/index.js';
 import { createRunActivities } from './runs.js';
 import { createSmokeActivities } from './smoke.js';
 import { createStudyActivities } from './study/index.js';
@@ -23,7 +22,6 @@ export function createActivities(
     ...createRunActivities(deps.databaseUrl),
     ...createSmokeActivities(models),
     ...createSynthesisActivities(deps.databaseUrl, models),
-    ...createRewardActivities(deps.databaseUrl, models),
     ...createTrainingActivities(deps.databaseUrl, models),
     ...createStudyActivities(deps.databaseUrl, models),
   });

@@ -65,23 +65,20 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
     },
 
     /**
-     * One policy episode (rollout or evaluation), heartbeating its progress every turn; a retry
-     * resumes the episode from its last checkpointed turn and replays cached model calls.
-     */
-    async runRollout(input: RolloutInput): Promise<RolloutSummary> {
-      return runRollout(world, input, activityHooks());
-    },
-
-    /**
-     * One rollout and its judgement in one activity (what GrpoGroup schedules): half the
-     * orchestration per rollout of {@link runRollout} then `judgeEpisode`. A retry resumes the
+     * One rollout and its judgement in one activity (what GrpoGroup schedules): the episode
+     * ({@link runRollout}), then its judgement (`judgeEpisode`). A retry resumes the
      * episode from its last turn (a finished one returns at once) and reuses a stored judgement;
      * a judge failure fails the attempt and is never a score. Not retryable: the judge's
-     * `UngradableRubricError`, `EpisodeNotGradableError`, `StructuredOutputRejectedError`.
+     * `UngradableRubricError`, `EpisodeNotGradableError`, `StructuredOutputRejectedError`. An
+     * episode the world rejected (a simulator gave no usable answer, `world.*SimulatorFailure:
+     * reject`) is not judged: its row says why, and the group trains on the others.
      */
-    async runJudgedRollout(input: JudgedRolloutInput): Promise<JudgementSummary & { turns: number }> {
+    async runJudgedRollout(input: JudgedRolloutInput): Promise<JudgedRollout> {
       const hooks = activityHooks();
       const episode = await runRollout(world, input, hooks);
+      if (episode.endReason === 'simulator_failed') {
+        return { episodeId: episode.episodeId, turns: episode.turns, rejected: episode.endReason };
+      }
       const judgement = await judgeEpisode(
         { pool: pool(), models, signal: hooks.signal },
         {
@@ -148,6 +145,11 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
 export interface JudgedRolloutInput extends RolloutInput {
   readonly judge: JudgeInputData['judge'];
 }
+
+/** A judged rollout, or one the world rejected (not judged; the episode row says why). */
+export type JudgedRollout =
+  | (JudgementSummary & { readonly turns: number; readonly rejected?: undefined })
+  | { readonly episodeId: string; readonly turns: number; readonly rejected: 'simulator_failed' };
 
 /** The training activities' interface, for `proxyActivities`. */
 export type TrainingActivities = ReturnType<typeof createTrainingActivities>;
