@@ -8,14 +8,14 @@ import {
   ModelRetriesExhaustedError,
   type ModelCall,
   type ModelClient,
-} from '../../../activities/llm/index.js';
-import { GATEWAY_COMPLETE_PATH } from '../../../activities/llm/gateway-client.js';
-import { startModelGateway, type ModelGateway } from '../../../services/gateway/model-gateway.js';
-import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
-import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
-import { endpointOf, query, teacherCall } from './fixtures.js';
+} from '../../activities/llm/index.js';
+import { GATEWAY_COMPLETE_PATH } from '../../activities/llm/gateway-client.js';
+import { startModelGateway, type ModelGateway } from '../../services/gateway/model-gateway.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { endpointOf, query, teacherCall } from '../unit/llm/fixtures.js';
 
-const LLM_INDEX = new URL('../../../activities/llm/index.ts', import.meta.url).pathname;
+const LLM_INDEX = new URL('../../activities/llm/index.ts', import.meta.url).pathname;
 
 /**
  * The model gateway finishes and records a call whose worker died mid-call, so the retry pays

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startEmbeddedModelServer, type EmbeddedModelServer } from '../../../services/embedded-model/index.js';
+import { startEmbeddedModelServer, type EmbeddedModelServer } from '../../services/embedded-model/index.js';
 
 const weatherTool = {
   type: 'function',
