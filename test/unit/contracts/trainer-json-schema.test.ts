@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GrpoBatchRecordSchema } from '../../../schemas/trainer-batch-record.js';
 import { TRAINER_ACTIVITIES } from '../../../schemas/trainer-contract.js';
@@ -7,7 +8,8 @@ import { JSON_SCHEMA_DIR, trainerJsonSchemaFiles } from '../../../schemas/traine
 import { TrainerModelSpecSchema } from '../../../schemas/trainer-model.js';
 import { TrainerStepInputSchema } from '../../../schemas/trainer-step.js';
 
-const dir = path.resolve(JSON_SCHEMA_DIR);
+/** The committed folder, found from this file (not the working directory vitest was started in). */
+const dir = fileURLToPath(new URL(`../../../${JSON_SCHEMA_DIR}`, import.meta.url));
 
 describe('the trainer contract as JSON Schema (schemas/json/)', () => {
   const emitted = trainerJsonSchemaFiles();
