@@ -60,17 +60,19 @@ async function readAtMost(file: string, limit: number): Promise<Buffer> {
  * same files whatever directory the worker runs in.
  */
 function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
+  const templates = <T extends { overrides: Record<string, string | undefined> }>(choice: T): T => ({
+    ...choice,
+    overrides: Object.fromEntries(
+      Object.entries(choice.overrides).map(([stage, file]) => [stage, file && path.resolve(baseDir, file)]),
+    ),
+  });
   switch (spec.kind) {
-    case 'Synthesis': {
-      const overrides = Object.fromEntries(
-        Object.entries(spec.templates.overrides).map(([stage, file]) => [stage, path.resolve(baseDir, file)]),
-      );
+    case 'Synthesis':
       return {
         ...spec,
         personas: { ...spec.personas, path: path.resolve(baseDir, spec.personas.path) },
-        templates: { ...spec.templates, overrides },
+        templates: templates(spec.templates),
       };
-    }
     case 'ScalingStudy': {
       const resolve = (file: string) => path.resolve(baseDir, file);
       return {
@@ -79,8 +81,9 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
         personas: spec.personas && resolve(spec.personas),
       };
     }
-    case 'Smoke':
     case 'GrpoTraining':
+      return { ...spec, templates: templates(spec.templates) };
+    case 'Smoke':
       return spec;
     default: {
       const unknown: never = spec;

@@ -35,6 +35,13 @@ export const EnvironmentSchema = z.object({
     .string()
     .default(path.join(os.homedir(), '.mockworld'))
     .describe('State of the local stack: Temporal db file, pid files, logs, model cache.'),
+  MOCKWORLD_DATA_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "Where a worker looks up a spec's relative data paths (personas, questions, templates) before mockworld's examples/; unset = its working directory.",
+    ),
   MOCKWORLD_MODEL_URL: z
     .string()
     .optional()

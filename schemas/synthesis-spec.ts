@@ -69,7 +69,9 @@ export const SynthesisSpecSchema = z
         path: z
           .string()
           .min(1)
-          .describe('JSONL file of {"id", "persona"} lines, relative to the working directory.'),
+          .describe(
+            'JSONL file of {"id", "persona"} lines. Relative: to the spec file (mockworld start), else on the worker to MOCKWORLD_DATA_DIR, then examples/.',
+          ),
         offset: z.number().int().min(0).default(0).describe('Skip this many valid personas.'),
       })
       .strict(),

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type pg from 'pg';
+import { resolveDataFile } from '../data-files.js';
 import { QuestionLineSchema, type QuestionLine } from '../../schemas/study-question.js';
 
 /** A question as the study activities use it. */
@@ -40,7 +40,7 @@ export async function loadQuestions(
   pool: pg.Pool,
   input: { studyId: string; source: 'seed' | 'test'; path: string },
 ): Promise<LoadQuestionsResult> {
-  const file = path.resolve(input.path);
+  const file = resolveDataFile(input.path, `${input.source} questions`);
   let text: string;
   try {
     text = await readFile(file, 'utf8');

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
-import path from 'node:path';
 import type pg from 'pg';
+import { resolveDataFile } from '../data-files.js';
 import { hasUnstorable } from '../store/storable.js';
 
 /** Longest persona accepted, in characters; longer ones are refused, never cut. */
@@ -90,7 +90,7 @@ async function* boundedLines(file: string, maxBytes: number): AsyncGenerator<str
  * Memory stays bounded: lines are capped, personas before the offset are counted, not kept.
  */
 export async function loadPersonas(pool: pg.Pool, input: LoadPersonasInput): Promise<LoadPersonasResult> {
-  const file = path.resolve(input.path);
+  const file = resolveDataFile(input.path, 'personas');
   const chosen: { id: string; persona: string }[] = [];
   const refused: { line: number; reason: string }[] = [];
   const rejectedByReason: Record<string, number> = {};

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { resolveDataFile } from '../data-files.js';
 
 const SHIPPED_DIR = path.dirname(fileURLToPath(import.meta.url));
 
@@ -39,7 +40,14 @@ const cache = new Map<string, Promise<Template>>();
 /** Loads the template of `stage` (an override file if the spec names one), cached per process. */
 export function loadTemplate(stage: TemplateStage, choice: TemplateChoice): Promise<Template> {
   const override = choice.overrides[stage];
-  const file = override ? path.resolve(override) : path.join(SHIPPED_DIR, choice.version, `${stage}.md`);
+  let file: string;
+  try {
+    file = override
+      ? resolveDataFile(override, `${stage} template`)
+      : path.join(SHIPPED_DIR, choice.version, `${stage}.md`);
+  } catch (error) {
+    return Promise.reject(error); // callers see every failure as a rejection
+  }
   let loaded = cache.get(file);
   if (!loaded) {
     loaded = readFile(file, 'utf8').then(

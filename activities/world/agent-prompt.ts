@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { resolveDataFile } from '../data-files.js';
 import { renderTemplate, type TemplateChoice } from '../templates/templates.js';
 import { ASK_USER_TOOL_NAME } from './ask-user.js';
 
@@ -22,7 +23,9 @@ const prompts = new Map<string, string>();
 export function agentSystemPrompt(templates: TemplateChoice = DEFAULT_TEMPLATES): string {
   const override = templates.overrides['agent'];
   // Same resolution as loadTemplate, which is asynchronous and cannot serve a synchronous caller.
-  const file = override ? path.resolve(override) : path.join(SHIPPED_DIR, templates.version, 'agent.md');
+  const file = override
+    ? resolveDataFile(override, 'agent template')
+    : path.join(SHIPPED_DIR, templates.version, 'agent.md');
   let prompt = prompts.get(file);
   if (prompt === undefined) {
     let text: string;
