@@ -26,7 +26,8 @@ export interface MockworldPluginOptions {
 
 /**
  * Adds mockworld to a Temporal worker: its workflows (unless the worker already names a
- * `workflowsPath`; re-export `MOCKWORLD_WORKFLOWS_PATH`'s module from yours in that case), its
+ * `workflowsPath`; re-export `MOCKWORLD_WORKFLOWS_PATH`'s module from yours in that case, its `default` export
+ * included: it fails an unknown workflow type at once instead of leaving it running), its
  * activities, and database migrations before the worker polls.
  *
  * ```ts
