@@ -1,16 +1,25 @@
 import { z } from 'zod';
 import { ModelRoleSchema } from './model-endpoint.js';
-import { TemplateOverrideStageSchema } from './synthesis-spec.js';
+import { DEFAULT_WORLD, TemplateOverrideStageSchema, WorldSchema } from './synthesis-spec.js';
 
 /** Why an episode is run: a teacher demonstration (synthesis), a GRPO rollout, or an evaluation. */
 export const EpisodePurposeSchema = z.enum(['demonstration', 'rollout', 'evaluation']);
 export type EpisodePurpose = z.infer<typeof EpisodePurposeSchema>;
 
 /**
- * How an episode ended: the agent answered without calling a tool, it used up its turns, or the
- * simulated user ended the conversation (the stop marker).
+ * How an episode ended: the agent answered without calling a tool, it used up its turns, the
+ * simulated user ended the conversation (the stop marker), or its transcript reached the bound
+ * (`BOUNDS.transcriptBytes`; the turn that would pass it is not kept) — all four are finished
+ * episodes that can be judged. `simulator_failed`: a simulator gave no usable answer and the
+ * world settings say reject; the episode is left out, its row says why (`end_detail`).
  */
-export const EndReasonSchema = z.enum(['final_answer', 'max_turns', 'user_stop']);
+export const EndReasonSchema = z.enum([
+  'final_answer',
+  'max_turns',
+  'user_stop',
+  'transcript_limit',
+  'simulator_failed',
+]);
 export type EndReason = z.infer<typeof EndReasonSchema>;
 
 /**
@@ -60,6 +69,7 @@ export const EpisodeInputSchema = z
     userSimulator: ModelRoleSchema,
     maxTurns: z.number().int().min(1).max(256).describe('Agent turns (model calls) at most.'),
     templates: TemplateChoiceSchema.default({ version: 'v1', overrides: {} }),
+    world: WorldSchema.default(DEFAULT_WORLD),
   })
   .strict();
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
-import { TemplatesSchema } from './synthesis-spec.js';
+import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
 
@@ -96,6 +96,7 @@ export const GrpoSpecSchema = z
       .default(256)
       .describe('Task groups rolled out at once.'),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
+    world: WorldSchema.default(DEFAULT_WORLD),
   })
   .strict()
   .superRefine(

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BOUNDS } from './bounds.js';
 
 // LLM output contracts of the synthesis stages. Tools have the function-calling shape here, so
 // servers with guided decoding produce objects of that shape; names, `required` and the
@@ -42,8 +43,8 @@ export type RefinedToolset = z.infer<typeof RefinedToolsetSchema>;
 
 /** Stage (c): the underspecified instruction I and the user-only context C (seed eq. 3). */
 export const FuzzyTaskSchema = z.object({
-  instruction: z.string().min(1).max(2_000),
-  hiddenContext: z.string().min(1).max(4_000),
+  instruction: z.string().min(1).max(BOUNDS.instructionChars),
+  hiddenContext: z.string().min(1).max(BOUNDS.hiddenContextChars),
 });
 export type FuzzyTask = z.infer<typeof FuzzyTaskSchema>;
 
@@ -72,12 +73,15 @@ export const RejectReasonSchema = z.enum([
   'invalid_refined_tools',
   'model_output_rejected',
   'low_coverage',
+  'demonstrations_rejected',
 ]);
 export type RejectReason = z.infer<typeof RejectReasonSchema>;
 
 /**
- * Stages of one task's lifecycle, in order; the last two are outcomes. `pending`: not started;
- * `started`: its workflow is starting and has not reported a stage yet.
+ * Stages of one task's lifecycle, in order; the last three are outcomes. `pending`: not started;
+ * `started`: its workflow is starting and has not reported a stage yet; `failed`: its workflow
+ * failed (an error no retry fixes), the row keeps the stage it was in (`failed_stage`) and the
+ * error (`reject_reason`: its type, `reject_detail`: its message).
  */
 export const TaskStageSchema = z.enum([
   'pending',
@@ -90,5 +94,6 @@ export const TaskStageSchema = z.enum([
   'store',
   'kept',
   'rejected',
+  'failed',
 ]);
 export type TaskStage = z.infer<typeof TaskStageSchema>;

@@ -52,6 +52,36 @@ export const RefineSchema = z
   .strict();
 
 /**
+ * What the mock world does with a simulator that gives no usable answer (out of bounds, not
+ * JSON, wrong shape, empty) even after its repair call and its redraws: `tool-error` answers the
+ * agent's call with an error observation it sees and can react to, as a real tool that fails;
+ * `reject` ends the episode with that reason recorded on its row, and the episode is left out
+ * (a rejected demonstration, a rollout that is not judged).
+ */
+export const SimulatorFailureSchema = z.enum(['tool-error', 'reject']);
+export type SimulatorFailure = z.infer<typeof SimulatorFailureSchema>;
+
+/** Settings of the mock world shared by synthesis and training. */
+export const WorldSchema = z
+  .object({
+    toolSimulatorFailure: SimulatorFailureSchema.default('tool-error').describe(
+      'A task tool the simulator cannot answer: an error the agent sees (default: one bad answer ' +
+        'costs one observation, not a demonstration or a rollout), or reject the episode.',
+    ),
+    userSimulatorFailure: SimulatorFailureSchema.default('tool-error').describe(
+      'An ask_user the simulated user cannot answer within bounds: an error the agent sees (default), or reject the episode.',
+    ),
+  })
+  .strict();
+export type World = z.infer<typeof WorldSchema>;
+
+/** The world settings of a spec that names none. */
+export const DEFAULT_WORLD: World = {
+  toolSimulatorFailure: 'tool-error',
+  userSimulatorFailure: 'tool-error',
+};
+
+/**
  * Agentic task synthesis (seed 000 §3.1–3.3): personas → tool ecosystems → underspecified
  * instructions with user-private context → teacher demonstrations in the mock world → rubrics.
  */
@@ -114,6 +144,7 @@ export const SynthesisSpecSchema = z
         'Least fraction of workflow steps the demonstrations must execute; below it the task is discarded.',
       ),
     refine: RefineSchema.default({ removeSelfSolvable: true, makeSimulable: true, distractors: 1 }),
+    world: WorldSchema.default(DEFAULT_WORLD),
     concurrency: z.number().int().min(1).max(1024).default(8).describe('Tasks in flight at once.'),
     tasksPerWorkflowRun: z
       .number()

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BOUNDS, jsonTextDepth, utf8Bytes } from './bounds.js';
 
 /** Name of the tool simulator's structured output (the `json_schema` name sent to the endpoint). */
 export const TOOL_SIMULATION_SCHEMA_NAME = 'ToolSimulation';
@@ -30,6 +31,14 @@ export function toolSimulationSchema(shown: number) {
     })
     .refine((v) => v.equivalentTo !== null || v.response.trim() !== '', {
       message: 'response must be the tool output when equivalentTo is null',
+      path: ['response'],
+    })
+    .refine((v) => utf8Bytes(v.response) <= BOUNDS.toolOutputBytes, {
+      message: `response must be at most ${BOUNDS.toolOutputBytes} bytes (a concise tool output)`,
+      path: ['response'],
+    })
+    .refine((v) => jsonTextDepth(v.response) <= BOUNDS.answerDepth, {
+      message: `response must not nest arrays/objects more than ${BOUNDS.answerDepth} levels deep`,
       path: ['response'],
     });
 }

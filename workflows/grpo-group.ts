@@ -26,7 +26,8 @@ export interface GrpoGroupInput {
   readonly spec: Pick<
     GrpoSpec,
     'policy' | 'judge' | 'toolSimulator' | 'userSimulator' | 'maxTurns' | 'templates'
-  >;
+  > &
+    Partial<Pick<GrpoSpec, 'world'>>;
 }
 
 /**
@@ -47,6 +48,7 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     userSimulator: spec.userSimulator,
     maxTurns: spec.maxTurns,
     templates: spec.templates,
+    world: spec.world,
     purpose: input.purpose,
   });
   // One activity per rollout, judge included (half the orchestration of two), awaited as the
@@ -56,5 +58,6 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
       activities.runJudgedRollout({ ...rollout(sampleIndex), judge: spec.judge }),
     ),
   );
-  return judged.length;
+  // Rollouts the world rejected are not judged (never a default score) and not counted.
+  return judged.filter((rollout) => rollout.rejected === undefined).length;
 }

@@ -87,6 +87,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     userSimulator: spec.userSimulator,
     maxTurns: spec.maxTurns,
     templates: spec.templates,
+    world: spec.world,
   };
 
   /** One judged episode per held-out task from the policy just trained (never trained on). */

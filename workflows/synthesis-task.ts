@@ -1,4 +1,12 @@
-import { getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { SynthesisActivities } from '../activities/synthesis/index.js';
 import type { StageOutcome } from '../activities/synthesis/stages.js';
 import type { RejectReason, TaskStage } from '../schemas/synthesis-records.js';
@@ -18,7 +26,9 @@ export interface SynthesisTaskInput {
   readonly spec: Pick<
     SynthesisSpec,
     'models' | 'refine' | 'demonstrationsPerTask' | 'maxTurns' | 'coverageThreshold' | 'seed' | 'templates'
-  >;
+  > &
+    // Absent in the input of tasks started before the setting existed (their histories replay).
+    Partial<Pick<SynthesisSpec, 'world'>>;
 }
 
 /** How one task ended. */
@@ -29,23 +39,40 @@ export type SynthesisTaskResult =
 /** The task id of task `idx` of a run: also its workflow id. */
 export { taskIdOf };
 
+/** Where a task's lifecycle is: its stage and the template ids its stages used. */
+interface TaskProgress {
+  stage: TaskStage;
+  readonly templateIds: Record<string, string>;
+}
+
 /**
  * One task's lifecycle (seed §3.1–3.3): tool set → refinement → fuzzy instruction → K teacher
  * demonstrations in the mock world → rubric and coverage filter → stored with provenance.
- * Its stage is queryable, and reported to the dataset workflow as it changes.
+ * Its stage is queryable, and reported to the dataset workflow as it changes. A lifecycle that
+ * fails (an error no retry fixed) records it on the task's row first: stage `failed`, the stage
+ * it was in, the error's type and message; so no finished run leaves a row in a middle stage.
  */
 export async function SynthesisTask(input: SynthesisTaskInput): Promise<SynthesisTaskResult> {
+  const progress: TaskProgress = { stage: 'pending', templateIds: {} };
+  try {
+    return await runTask(input, progress);
+  } catch (error) {
+    if (!isCancellation(error)) await recordFailure(input, progress, error);
+    throw error;
+  }
+}
+
+async function runTask(input: SynthesisTaskInput, progress: TaskProgress): Promise<SynthesisTaskResult> {
   const { runId, idx, spec } = input;
   const taskId = workflowInfo().workflowId;
   const parent = workflowInfo().parent;
-  let stage: TaskStage = 'pending';
-  setHandler(stageQuery, () => stage, { description: stageQuery.description });
+  setHandler(stageQuery, () => progress.stage, { description: stageQuery.description });
 
   // Stage reports to the dataset workflow are fire-and-forget: waiting for each would cost a
   // workflow task round trip per stage (measured: 100-160 ms per task on the dev server). The
   // parent ignores reports of tasks it has already settled, and learns outcomes from results.
   const enter = (next: TaskStage) => {
-    stage = next;
+    progress.stage = next;
     if (!parent || next === 'kept' || next === 'rejected') return;
     getExternalWorkflowHandle(parent.workflowId)
       .signal(taskStageSignal, idx, next)
@@ -53,7 +80,7 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
   };
 
   const base = { runId, taskId, idx, seed: spec.seed + idx, templates: spec.templates };
-  const templateIds: Record<string, string> = {};
+  const { templateIds } = progress;
   const finish = async (outcome: StageOutcome & { ok: false }): Promise<SynthesisTaskResult> => {
     await activities.finalizeTask({
       runId,
@@ -98,6 +125,7 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
         maxTurns: spec.maxTurns,
         models: spec.models,
         templates: spec.templates,
+        world: spec.world,
       }),
     ),
   );
@@ -116,4 +144,42 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
   await activities.finalizeTask({ runId, taskId, idx, outcome: 'kept', roles: spec.models, templateIds });
   enter('kept');
   return { outcome: 'kept', keptDemonstrations: outcome.facts?.keptDemonstrations ?? 0 };
+}
+
+/**
+ * Writes the failure on the task's row (stage `failed`, where, which error); a failure to write it
+ * leaves the original error to fail the workflow, which the dataset run counts either way.
+ */
+async function recordFailure(
+  input: SynthesisTaskInput,
+  progress: TaskProgress,
+  error: unknown,
+): Promise<void> {
+  const failure = innermost(error);
+  await CancellationScope.nonCancellable(() =>
+    activities.finalizeTask({
+      runId: input.runId,
+      taskId: workflowInfo().workflowId,
+      idx: input.idx,
+      outcome: 'failed',
+      failedStage: progress.stage,
+      reason: failure.type,
+      detail: failure.message.slice(0, MAX_FAILURE_CHARS),
+      roles: input.spec.models,
+      templateIds: progress.templateIds,
+    }),
+  ).catch(() => undefined);
+}
+
+/** Characters of an error message kept on the task's row. */
+const MAX_FAILURE_CHARS = 2_000;
+
+/** The innermost cause (an activity's error) with its failure type: the error's class name. */
+function innermost(error: unknown): { type: string; message: string } {
+  let current = error;
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
+  if (current instanceof ApplicationFailure)
+    return { type: current.type ?? 'Error', message: current.message };
+  if (current instanceof Error) return { type: current.name, message: current.message };
+  return { type: 'Error', message: String(current) };
 }

@@ -139,14 +139,24 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       startedHere++;
       inFlight.set(idx, 'started');
       report('synthesizing'); // the status query counts this task as started, not pending
-      const { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates } = spec;
+      const { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates, world } =
+        spec;
       const child = await startChild(SynthesisTask, {
         workflowId: taskIdOf(runId, idx),
         args: [
           {
             runId,
             idx,
-            spec: { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates },
+            spec: {
+              models,
+              refine,
+              demonstrationsPerTask,
+              maxTurns,
+              coverageThreshold,
+              seed,
+              templates,
+              world,
+            },
           },
         ],
         // Children are drained before continue-as-new; on cancel they are asked to stop.

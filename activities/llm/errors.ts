@@ -52,7 +52,8 @@ export class ModelRequestRejectedError extends Error {
 }
 
 /** Why a structured output was rejected. */
-export type RejectionReason = 'not_json' | 'truncated' | 'schema_invalid' | 'too_large' | 'no_content';
+export type RejectionReason =
+  'not_json' | 'truncated' | 'schema_invalid' | 'too_large' | 'too_deep' | 'no_content';
 
 /**
  * Thrown when a structured output stayed invalid after the one repair call. The failure is

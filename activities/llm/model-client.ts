@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { z } from 'zod';
 import { loadEnvironment } from '../../schemas/environment.js';
 import { getPool, retryOnConnectionError } from '../store/db.js';
+import { boundedAnswer, isOversized, outOfBounds } from './answer-bounds.js';
 import type { BackoffOptions } from './backoff.js';
 import { cacheKey, identify } from './cache-key.js';
 import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store.js';
@@ -52,6 +53,13 @@ export interface ModelClient {
     schema: S,
     schemaName: string,
   ): Promise<StructuredResult<z.output<S>>>;
+  /**
+   * A free-text answer of at most `maxBytes` (the simulated user's turn). An answer over it is
+   * recorded in `llm_rejections` (reason `too_large`, schema name `name`) and
+   * {@link StructuredOutputRejectedError} is thrown: the answer is cached, so only another
+   * `sampleIndex` can give another one. Empty text and tool calls come back as they are.
+   */
+  text(call: ModelCall, name: string, maxBytes: number): Promise<ChatResult & { readonly text: string }>;
   /** Calls, tokens, attempts and rejections per role of one run. */
   usageByRole(runId: string): Promise<RoleUsage[]>;
 }
@@ -92,6 +100,9 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
           call.role,
         );
         const choice = answer.completion.choices[0]!;
+        // Only the fields the stages read, and at most the answer bound: a hostile server's 3 MB
+        // answer or 5,000-deep extra field never reaches a row (it is stored cut, marked oversized).
+        const response = boundedAnswer(choice.message, choice.finish_reason ?? 'stop');
         // The answer is paid for: a ledger write cut off by a PostgreSQL restart is retried here,
         // since failing the activity would make its retry ask (and pay) again; a caller that left
         // meanwhile does not stop it (the retry is bounded in time).
@@ -101,7 +112,7 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
             cacheKey: key,
             runId: call.runId,
             role: call.role,
-            response: { message: choice.message, finishReason: choice.finish_reason ?? 'stop' },
+            response,
             promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
             completionTokens: answer.completion.usage?.completion_tokens ?? 0,
             latencyMs: answer.latencyMs,
@@ -167,9 +178,28 @@ export function createModelClient(options: ModelClientOptions = {}): ModelClient
     throw new StructuredOutputRejectedError(first.cacheKey, schemaName, rechecked.reason, rechecked.detail);
   }
 
+  async function text(call: ModelCall, name: string, maxBytes: number) {
+    const answer = await complete(call);
+    const content = answer.message.content ?? '';
+    const out = isOversized(answer.finishReason)
+      ? { reason: 'too_large' as const, detail: `the answer is over the stored bound (cut)` }
+      : outOfBounds(content, { maxBytes });
+    if (!out) return { ...answer, text: content };
+    await recordRejection(pool(), {
+      cacheKey: answer.cacheKey,
+      runId: call.runId,
+      role: call.role,
+      schemaName: name,
+      reason: out.reason,
+      rawOutput: content,
+    });
+    throw new StructuredOutputRejectedError(answer.cacheKey, name, out.reason, out.detail);
+  }
+
   return {
     chat: (call) => complete(call),
     structured,
+    text,
     usageByRole: (runId) => queryUsageByRole(pool(), runId),
   };
 }

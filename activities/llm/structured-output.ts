@@ -1,10 +1,12 @@
 import { z } from 'zod';
+import { BOUNDS } from '../../schemas/bounds.js';
 import { storableJson } from '../store/storable.js';
+import { isOversized, outOfBounds } from './answer-bounds.js';
 import type { RejectionReason } from './errors.js';
 import type { ChatCompletionMessage } from './types.js';
 
 /** Default cap on a structured output: larger answers are rejected before parsing (claim-check budget). */
-export const DEFAULT_MAX_STRUCTURED_BYTES = 256 * 1024;
+export const DEFAULT_MAX_STRUCTURED_BYTES = BOUNDS.answerBytes;
 
 /** Bound on the validation details kept in errors and repair prompts. */
 const DETAIL_LIMIT = 4000;
@@ -115,7 +117,8 @@ function balancedObjectEnd(text: string, start: number): number {
 }
 
 /**
- * Checks a model message against `schema`: content present, at most `maxBytes`, JSON (see
+ * Checks a model message against `schema`: content present, at most `maxBytes` and nested at most
+ * `BOUNDS.answerDepth` deep (checked on the text, before parsing), JSON (see
  * {@link extractJson}), and schema-valid. An unparseable answer that stopped on the token limit is
  * reported as truncated.
  */
@@ -134,14 +137,16 @@ export function checkStructured<S extends z.ZodType>(
         : 'the answer is empty';
     return { ok: false, reason: 'no_content', detail: bounded(why) };
   }
-  const bytes = Buffer.byteLength(content, 'utf8');
-  if (bytes > maxBytes) {
+  if (isOversized(finishReason)) {
     return {
       ok: false,
       reason: 'too_large',
-      detail: `the answer is ${bytes} bytes, over the ${maxBytes}-byte limit`,
+      detail: `the answer is over the ${BOUNDS.answerBytes}-byte bound (stored cut)`,
     };
   }
+  // Size and nesting before parsing: a 5,000-deep array parses, then breaks every recursive step after.
+  const out = outOfBounds(content, { maxBytes, json: true });
+  if (out) return { ok: false, reason: out.reason, detail: out.detail };
   const extracted = extractJson(content);
   if (!extracted.ok) {
     const reason = finishReason === 'length' ? 'truncated' : extracted.reason;

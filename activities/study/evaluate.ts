@@ -1,5 +1,7 @@
 import type pg from 'pg';
+import { BOUNDS } from '../../schemas/bounds.js';
 import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-endpoint.js';
+import { cutWithMarker } from '../llm/answer-bounds.js';
 import type { ModelClient } from '../llm/index.js';
 import { judgeResponse } from './judge.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
@@ -68,7 +70,8 @@ export async function evaluateCell(
           runId: input.studyId,
           role: STUDENT_ROLE,
         });
-        const response = answer.message.content ?? '';
+        // Cut before grading and storing: a longer answer is graded on what fits (the cut is marked).
+        const response = cutWithMarker(answer.message.content ?? '', BOUNDS.studyResponseBytes);
         const verdict = await judgeResponse(models, {
           studyId: input.studyId,
           judge: input.judge,

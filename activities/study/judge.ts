@@ -1,6 +1,8 @@
 import type { ModelRole } from '../../schemas/model-endpoint.js';
 import { STUDY_JUDGE_VERDICT_SCHEMA_NAME, StudyJudgeVerdictSchema } from '../../schemas/study-verdict.js';
 import { StructuredOutputRejectedError } from '../llm/errors.js';
+import { BOUNDS } from '../../schemas/bounds.js';
+import { cutWithMarker } from '../llm/answer-bounds.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
 import { exactMatch, extractFinalAnswer } from './protocols/answers.js';
@@ -52,8 +54,10 @@ export async function judgeResponse(
   });
   const messages = [{ role: 'user' as const, content: prompt }];
   const first = await models.chat({ ...call, messages });
-  const firstText = first.message.content ?? '';
-  const verdict = parseJudgeVerdict(firstText);
+  // A verdict is a word: text over the bound is not read as one (the reminder asks again, echoing it cut).
+  const fullText = first.message.content ?? '';
+  const firstText = cutWithMarker(fullText, BOUNDS.studyVerdictBytes);
+  const verdict = firstText === fullText ? parseJudgeVerdict(firstText) : null;
   if (verdict !== null) return { finalAnswer, correct: verdict, judgedBy: 'llm', judgeKey: first.cacheKey };
 
   // The reminder asks for the verdict under a JSON schema, so a server with guided decoding can

@@ -1,5 +1,7 @@
 import type pg from 'pg';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { BOUNDS } from '../../schemas/bounds.js';
+import { cutWithMarker } from '../llm/answer-bounds.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ChatCompletionMessageParam, ModelClient } from '../llm/index.js';
 import type { Stream } from './grid.js';
@@ -74,7 +76,8 @@ export async function sampleQuestion(
       runId: input.studyId,
       role: TEACHER_ROLE,
     });
-    const response = answer.message.content ?? '';
+    // Cut before grading and storing: a longer answer is graded on what fits (the cut is marked).
+    const response = cutWithMarker(answer.message.content ?? '', BOUNDS.studyResponseBytes);
     const verdict = await judgeResponse(models, {
       studyId: input.studyId,
       judge: input.judge,

@@ -19,6 +19,8 @@ export interface DemonstrationInput {
   readonly maxTurns: number;
   readonly models: SynthesisSpec['models'];
   readonly templates: SynthesisSpec['templates'];
+  /** What a simulator that gives no usable answer does; absent in histories from before the setting. */
+  readonly world?: SynthesisSpec['world'];
 }
 
 /** Every activity of the synthesis pipeline, bound to one database and model client. */
@@ -52,6 +54,7 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
           userSimulator: input.models.userSimulator,
           maxTurns: input.maxTurns,
           templates: input.templates,
+          world: input.world,
         },
         { onTurn: heartbeatProgress, signal: Context.current().cancellationSignal },
       );

@@ -6,6 +6,9 @@ export interface SynthesisReport {
   readonly kept: number;
   readonly rejected: number;
   readonly rejectedByReason: Record<string, number>;
+  /** Tasks whose workflow failed, by the stage they were in (their rows say which error). */
+  readonly failed: number;
+  readonly failedByStage: Record<string, number>;
   readonly personasRefused: Record<string, number>;
   readonly toolsPerTask: Summary;
   readonly workflowStepsPerTask: Summary;
@@ -32,9 +35,10 @@ const summary = (column: string) =>
 export async function synthesisReport(pool: pg.Pool, runId: string): Promise<SynthesisReport> {
   const prefix = `${runId}-task-%`;
   const [outcomes, shapes, demos, refused, mapping, usage] = await Promise.all([
-    pool.query(`SELECT stage, reject_reason, count(*)::int AS n FROM tasks WHERE run_id = $1 GROUP BY 1, 2`, [
-      runId,
-    ]),
+    pool.query(
+      `SELECT stage, reject_reason, failed_stage, count(*)::int AS n FROM tasks WHERE run_id = $1 GROUP BY 1, 2, 3`,
+      [runId],
+    ),
     pool.query(
       `SELECT ${summary('jsonb_array_length(tools)')} AS tools, ${summary('jsonb_array_length(workflow)')} AS steps
          FROM tasks WHERE run_id = $1 AND stage = 'kept'`,
@@ -65,6 +69,8 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
   const rejectedByReason: Record<string, number> = {};
   let kept = 0;
   let rejected = 0;
+  let failed = 0;
+  const failedByStage: Record<string, number> = {};
   let tasks = 0;
   for (const row of outcomes.rows) {
     tasks += row.n;
@@ -73,6 +79,11 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
       rejected += row.n;
       rejectedByReason[row.reject_reason] = (rejectedByReason[row.reject_reason] ?? 0) + row.n;
     }
+    if (row.stage === 'failed') {
+      failed += row.n;
+      const stage = row.failed_stage ?? 'unknown';
+      failedByStage[stage] = (failedByStage[stage] ?? 0) + row.n;
+    }
   }
   const demo = demos.rows[0];
   return {
@@ -80,6 +91,8 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
     kept,
     rejected,
     rejectedByReason,
+    failed,
+    failedByStage,
     personasRefused: Object.fromEntries(refused.rows.map((r) => [r.reason, r.n])),
     toolsPerTask: shapes.rows[0].tools,
     workflowStepsPerTask: shapes.rows[0].steps,

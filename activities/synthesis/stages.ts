@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { BOUNDS } from '../../schemas/bounds.js';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
 import type { RejectReason, TaskStage } from '../../schemas/synthesis-records.js';
 import {
@@ -184,7 +185,9 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     /**
      * Stage (e): sub-goals and required interactions from the workflow and the demonstrations;
      * demonstrations that executed less of the workflow than the threshold are dropped, and a task
-     * with none left is discarded (seed §3.3).
+     * with none left is discarded (seed §3.3). Demonstrations the world rejected (a simulator gave
+     * no usable answer, `world.*SimulatorFailure: reject`) are not shown and never kept; a task
+     * with only those is rejected (`demonstrations_rejected`, their reasons in the detail).
      */
     async extractRubric(
       input: StageInput & {
@@ -195,11 +198,23 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     ): Promise<StageOutcome> {
       const task = await readTask(input.taskId);
       const { rows: episodes } = await pool().query(
-        'SELECT episode_id, messages FROM episodes WHERE episode_id = ANY($1::text[])',
+        'SELECT episode_id, messages, end_reason, end_detail FROM episodes WHERE episode_id = ANY($1::text[])',
         [input.episodeIds],
       );
       const byId = new Map(episodes.map((e) => [e.episode_id as string, e]));
-      const ordered = input.episodeIds.map((id) => byId.get(id)).filter((e) => e !== undefined);
+      const found = input.episodeIds.map((id) => byId.get(id)).filter((e) => e !== undefined);
+      const rejected = found.filter((e) => e.end_reason === 'simulator_failed');
+      const ordered = found.filter((e) => e.end_reason !== 'simulator_failed');
+      if (ordered.length === 0) {
+        const reasons = rejected.map((e) => `${e.episode_id}: ${e.end_detail ?? e.end_reason}`).join('; ');
+        const detail = `no demonstration is usable; ${reasons || 'none was run'}`;
+        return { ok: false, reason: 'demonstrations_rejected', detail: detail.slice(0, BOUNDS.detailChars) };
+      }
+      // Each shown demonstration gets an equal share of the bound, so the prompt stays bounded for any K.
+      const perDemonstration = Math.min(
+        BOUNDS.gradedTranscriptChars,
+        Math.floor(BOUNDS.rubricDemonstrationsChars / ordered.length),
+      );
       const answer = await callStage(models, {
         role: 'rubric-extractor',
         model: input.rubricExtractor,
@@ -210,7 +225,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
           instruction: task.instruction,
           hiddenContext: task.hidden_context,
           demonstrations: ordered
-            .map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages)}`)
+            .map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages, perDemonstration)}`)
             .join('\n\n'),
         },
         schema: RubricDraftSchema,
@@ -219,7 +234,14 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       });
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
       const steps = (task.workflow as string[]).length;
-      const coverage = ordered.map((episode, i) => {
+      const coverage: Array<{
+        episodeId: string;
+        executedSteps: number[];
+        fraction: number;
+        kept: boolean;
+        /** Why the world rejected it (never shown to the extractor). */
+        rejected?: string;
+      }> = ordered.map((episode, i) => {
         const executed = [...new Set(answer.value.executedSteps[i] ?? [])]
           .filter((s) => s < steps)
           .sort((a, b) => a - b);
@@ -232,6 +254,15 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         };
       });
       const kept = coverage.filter((c) => c.kept).length;
+      for (const e of rejected) {
+        coverage.push({
+          episodeId: e.episode_id,
+          executedSteps: [],
+          fraction: 0,
+          kept: false,
+          rejected: e.end_detail ?? e.end_reason,
+        });
+      }
       await setStage(input.taskId, 'rubric', {
         rubric: JSON.stringify({
           forbidden: task.forbidden,
@@ -252,14 +283,19 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       return { ok: true, templateId: answer.templateId, facts: { keptDemonstrations: kept } };
     },
 
-    /** Stage (f): the task's outcome and provenance (models, template versions, tokens by role). */
+    /**
+     * Stage (f): the task's outcome and provenance (models, template versions, tokens by role).
+     * `failed` (its workflow failed): `failedStage` is the stage it was in, `reason` the error's
+     * type and `detail` its message.
+     */
     async finalizeTask(input: {
       readonly runId: string;
       readonly taskId: string;
       readonly idx: number;
-      readonly outcome: 'kept' | 'rejected';
-      readonly reason?: RejectReason;
+      readonly outcome: 'kept' | 'rejected' | 'failed';
+      readonly reason?: RejectReason | (string & {});
       readonly detail?: string;
+      readonly failedStage?: TaskStage;
       readonly roles: Record<string, ModelRole>;
       readonly templateIds: Record<string, string>;
     }): Promise<void> {
@@ -281,7 +317,8 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       );
       await setStage(input.taskId, input.outcome, {
         reject_reason: input.reason ?? null,
-        reject_detail: input.detail ?? null,
+        reject_detail: input.detail?.slice(0, BOUNDS.detailChars) ?? null,
+        failed_stage: input.outcome === 'failed' ? (input.failedStage ?? null) : null,
         provenance: JSON.stringify(provenance),
       });
     },

@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { BOUNDS, utf8Bytes } from '../../schemas/bounds.js';
 import { FunctionToolSchema, type FunctionTool } from '../../schemas/function-tool.js';
 
 /** Tool names the mock world reserves for itself. */
@@ -13,7 +14,8 @@ const ajv = new Ajv({ strict: false, allErrors: true });
 /**
  * Checks that a model-generated tool set parses as OpenAI function-calling tools (seed App. A:
  * samples that do not parse are filtered out): each spec valid, each `parameters` a compilable
- * JSON schema whose `required` names existing properties, names unique and not reserved.
+ * JSON schema whose `required` names existing properties, names unique and not reserved, and
+ * each spec at most `BOUNDS.toolSchemaBytes` (it is sent to the agent with every turn).
  */
 export function checkToolset(candidates: readonly unknown[]): ToolsetCheck {
   const problems: string[] = [];
@@ -28,6 +30,13 @@ export function checkToolset(candidates: readonly unknown[]): ToolsetCheck {
     }
     const tool = parsed.data;
     const name = tool.function.name;
+    const bytes = specBytes(tool);
+    if (bytes > BOUNDS.toolSchemaBytes) {
+      const size = Number.isFinite(bytes) ? `${bytes} bytes` : 'nested too deep to write out';
+      problems.push(
+        `tools[${i}] ${name}: the spec is ${size}, over the ${BOUNDS.toolSchemaBytes}-byte bound`,
+      );
+    }
     if (seen.has(name)) problems.push(`tools[${i}]: duplicate tool name "${name}"`);
     if (RESERVED_TOOL_NAMES.has(name)) problems.push(`tools[${i}]: "${name}" is reserved by the mock world`);
     seen.add(name);
@@ -47,4 +56,13 @@ export function checkToolset(candidates: readonly unknown[]): ToolsetCheck {
   });
   if (candidates.length === 0) problems.push('the tool set is empty');
   return problems.length ? { ok: false, problems } : { ok: true, tools };
+}
+
+/** UTF-8 size of a tool spec as JSON; Infinity for one too deep to write (an imported file's). */
+function specBytes(tool: FunctionTool): number {
+  try {
+    return utf8Bytes(JSON.stringify(tool));
+  } catch {
+    return Number.POSITIVE_INFINITY; // RangeError: maximum call stack size
+  }
 }

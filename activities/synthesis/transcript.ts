@@ -1,3 +1,5 @@
+import { BOUNDS } from '../../schemas/bounds.js';
+
 /** Longest tool output or message kept per line when a transcript is shown to a grader. */
 const MAX_PART_CHARS = 600;
 
@@ -19,9 +21,14 @@ function contentText(content: unknown): string {
 
 /**
  * Renders an episode's messages as compact lines for graders (rubric extraction, judging):
- * the agent's words and tool calls, tool results and the user's answers, each clipped.
+ * the agent's words and tool calls, tool results and the user's answers, each clipped, and the
+ * whole at most `maxChars` (the lines past it are counted, not shown), so a grader's prompt stays
+ * bounded however many turns and calls the episode had.
  */
-export function renderTranscript(messages: readonly TranscriptMessage[]): string {
+export function renderTranscript(
+  messages: readonly TranscriptMessage[],
+  maxChars: number = BOUNDS.gradedTranscriptChars,
+): string {
   const lines: string[] = [];
   for (const message of messages) {
     if (message.role === 'system') continue;
@@ -33,5 +40,8 @@ export function renderTranscript(messages: readonly TranscriptMessage[]): string
     } else if (message.role === 'tool') lines.push(`result: ${clip(text)}`);
     else lines.push(`${message.role}: ${clip(text)}`);
   }
-  return lines.join('\n');
+  let length = 0;
+  const shown = lines.findIndex((line) => (length += line.length + 1) > maxChars);
+  if (shown < 0) return lines.join('\n');
+  return [...lines.slice(0, shown), `… (${lines.length - shown} more lines not shown)`].join('\n');
 }

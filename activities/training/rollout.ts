@@ -21,6 +21,8 @@ export interface RolloutInput {
   readonly userSimulator: GrpoSpec['userSimulator'];
   readonly maxTurns: number;
   readonly templates: GrpoSpec['templates'];
+  /** What a simulator that gives no usable answer does; absent in histories from before the setting. */
+  readonly world?: GrpoSpec['world'];
   /** Training rollout (default) or held-out evaluation; they get different episode ids. */
   readonly purpose?: TrainingPurpose;
 }
@@ -54,6 +56,7 @@ export async function runRollout(
       userSimulator: input.userSimulator,
       maxTurns: input.maxTurns,
       templates: input.templates,
+      world: input.world,
     },
     hooks,
   );

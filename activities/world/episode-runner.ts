@@ -3,8 +3,10 @@ import type {
   ChatCompletionToolMessageParam,
 } from 'openai/resources/chat/completions';
 import type pg from 'pg';
+import { BOUNDS, utf8Bytes } from '../../schemas/bounds.js';
 import type { FunctionTool } from '../../schemas/function-tool.js';
-import { canonicalJson, type ModelClient } from '../llm/index.js';
+import { cutWithMarker } from '../llm/answer-bounds.js';
+import { canonicalJson, StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
 import { getPool } from '../store/db.js';
 import { agentSystemPrompt } from './agent-prompt.js';
 import { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user.js';
@@ -17,7 +19,12 @@ import {
 import type { EpisodeProgress, EpisodeSummary } from './episode-summary.js';
 import { checkpointEpisode, openEpisode, type EpisodeState } from './episode-store.js';
 import { callSettings } from './model-roles.js';
-import { notRunObservation } from './observations.js';
+import {
+  notRunObservation,
+  tooManyCallsObservation,
+  toolUnavailableObservation,
+  userUnavailableObservation,
+} from './observations.js';
 import { loadTask, type WorldTask } from './task-store.js';
 import { resolveToolCall } from './tool-mapping.js';
 import { validateToolCall } from './tool-validation.js';
@@ -67,6 +74,8 @@ interface TurnOutcome {
   readonly userQuestions: number;
   readonly toolErrors: number;
   readonly userStopped: boolean;
+  /** Set when a simulator gave no usable answer and the world settings say reject: why. */
+  readonly rejected?: string;
 }
 
 /**
@@ -75,6 +84,12 @@ interface TurnOutcome {
  * `maxTurns`. The transcript and counters are checkpointed in `episodes` after every turn; a
  * re-run continues from the last checkpoint, and the model calls it repeats (a turn cut off by a
  * crash) are served from the cache. An aborted `signal` stops it with the signal's reason.
+ *
+ * Bounded (schemas/bounds.ts): an agent turn's text is cut at `agentTurnBytes`, calls past
+ * `toolCallsPerTurn` are answered unrun, and a turn that would take the transcript past
+ * `transcriptBytes` is not kept: the episode ends there (`transcript_limit`). A simulator that
+ * gives no usable answer becomes an error observation or rejects the episode (`simulator_failed`,
+ * with `end_detail`), as `input.world` says; it never fails the activity.
  */
 export async function runEpisode(
   deps: EpisodeRunnerDependencies,
@@ -106,7 +121,7 @@ export async function runEpisode(
       sampleIndex: input.sampleIndex,
       policyVersion: input.policyVersion,
     });
-    const assistant = assistantEntry(message, turn);
+    const assistant = boundedTurn(assistantEntry(message, turn));
     const calls = toolCallsOf(assistant);
     const outcome = await answerCalls(
       deps,
@@ -117,15 +132,16 @@ export async function runEpisode(
       calls,
       signal,
     );
-    const endReason: EndReason | null =
-      calls.length === 0
+    const endReason: EndReason | null = outcome.rejected
+      ? 'simulator_failed'
+      : calls.length === 0
         ? 'final_answer'
         : outcome.userStopped
           ? 'user_stop'
           : turn >= input.maxTurns
             ? 'max_turns'
             : null;
-    const next: EpisodeState = {
+    let next: EpisodeState = {
       episodeId: input.episodeId,
       messages: [...state.messages, assistant, ...outcome.toolMessages],
       turns: turn,
@@ -133,12 +149,37 @@ export async function runEpisode(
       userQuestions: state.userQuestions + outcome.userQuestions,
       toolErrors: state.toolErrors + outcome.toolErrors,
       endReason,
+      endDetail: outcome.rejected ?? null,
     };
+    const bytes = utf8Bytes(JSON.stringify(next.messages));
+    if (bytes > BOUNDS.transcriptBytes) {
+      // The transcript as of the last turn is kept whole; this turn's calls are in the ledger.
+      next = {
+        ...state,
+        endReason: 'transcript_limit',
+        endDetail: `turn ${turn} would have made the transcript ${bytes} bytes, over the ${BOUNDS.transcriptBytes}-byte bound`,
+      };
+    }
     await checkpointEpisode(pool, state.turns, next);
     state = next;
     await hooks.onTurn?.(progressOf(state));
   }
   return { ...progressOf(state), endReason: state.endReason! };
+}
+
+/** The agent's turn with its text cut at the bound (tool calls are bounded as they are answered). */
+function boundedTurn<T extends { content?: unknown }>(entry: T): T {
+  return typeof entry.content === 'string' && entry.content.length > BOUNDS.agentTurnBytes / 3
+    ? { ...entry, content: cutWithMarker(entry.content, BOUNDS.agentTurnBytes) }
+    : entry;
+}
+
+/** Why a simulator's failure rejects the episode: which one, which call, and the recorded reason. */
+function rejection(simulator: string, name: string, error: StructuredOutputRejectedError): string {
+  return `${simulator} gave no usable answer for "${name}" (${error.reason}, recorded as rejection ${error.cacheKey}): ${error.detail}`.slice(
+    0,
+    BOUNDS.detailChars,
+  );
 }
 
 /** The system prompt and the instruction I: all the agent is told about the task. */
@@ -170,9 +211,20 @@ async function answerCalls(
   let userQuestions = 0;
   let toolErrors = 0;
   let userStopped = false;
-  for (const call of calls) {
-    if (userStopped) {
-      toolMessages.push({ role: 'tool', tool_call_id: call.id, content: notRunObservation(call.name) });
+  let rejected: string | undefined;
+  for (const [i, call] of calls.entries()) {
+    if (userStopped || rejected !== undefined) {
+      const why = rejected !== undefined ? 'the episode was rejected' : undefined;
+      toolMessages.push({ role: 'tool', tool_call_id: call.id, content: notRunObservation(call.name, why) });
+      continue;
+    }
+    if (i >= BOUNDS.toolCallsPerTurn) {
+      toolErrors += 1;
+      toolMessages.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        content: tooManyCallsObservation(call.name, BOUNDS.toolCallsPerTurn),
+      });
       continue;
     }
     let content: string;
@@ -184,30 +236,50 @@ async function answerCalls(
       content = check.observation;
     } else if (isQuestion) {
       userQuestions += 1;
-      const reply = await answerUser(
-        { ...context, role: input.userSimulator },
-        {
-          instruction: task.instruction,
-          hiddenContext: task.hiddenContext,
-          dialogue: userDialogue([...transcript, ...toolMessages]),
-          question: String(check.args['question']),
-        },
-      );
-      userStopped = reply.stop;
-      content = reply.answer || (reply.stop ? '(the user ended the conversation)' : '(no answer)');
+      try {
+        const reply = await answerUser(
+          { ...context, role: input.userSimulator },
+          {
+            instruction: task.instruction,
+            hiddenContext: task.hiddenContext,
+            dialogue: userDialogue([...transcript, ...toolMessages]),
+            question: String(check.args['question']),
+          },
+        );
+        userStopped = reply.stop;
+        content = reply.answer || (reply.stop ? '(the user ended the conversation)' : '(no answer)');
+      } catch (error) {
+        if (!(error instanceof StructuredOutputRejectedError)) throw error;
+        toolErrors += 1;
+        content = userUnavailableObservation();
+        if (input.world.userSimulatorFailure === 'reject') {
+          rejected = rejection('the user simulator', call.name, error);
+        }
+      }
     } else {
-      const { entry } = await resolveToolCall(
-        { ...context, role: input.toolSimulator, pool: deps.pool, shownEntries: deps.shownEntries },
-        task,
-        check.tool,
-        check.args,
-      );
-      // Canonical JSON: jsonb does not keep key order, and the text must not depend on storage.
-      content = typeof entry.response === 'string' ? entry.response : canonicalJson(entry.response);
+      try {
+        const { entry } = await resolveToolCall(
+          { ...context, role: input.toolSimulator, pool: deps.pool, shownEntries: deps.shownEntries },
+          task,
+          check.tool,
+          check.args,
+        );
+        // Canonical JSON: jsonb does not keep key order, and the text must not depend on storage.
+        content = typeof entry.response === 'string' ? entry.response : canonicalJson(entry.response);
+      } catch (error) {
+        // Not JSON, wrong shape, empty, over the bounds: rejected after its repair and redraws
+        // (each recorded in llm_rejections). No mapping entry is written, so a later call asks again.
+        if (!(error instanceof StructuredOutputRejectedError)) throw error;
+        toolErrors += 1;
+        content = toolUnavailableObservation(call.name);
+        if (input.world.toolSimulatorFailure === 'reject') {
+          rejected = rejection('the tool simulator', call.name, error);
+        }
+      }
     }
     toolMessages.push({ role: 'tool', tool_call_id: call.id, content });
   }
-  return { toolMessages, toolCalls, userQuestions, toolErrors, userStopped };
+  return { toolMessages, toolCalls, userQuestions, toolErrors, userStopped, rejected };
 }
 
 function progressOf(state: EpisodeState): EpisodeProgress {

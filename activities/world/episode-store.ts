@@ -7,6 +7,8 @@ import { EpisodeCheckpointConflictError, EpisodeMismatchError } from './errors.j
 /** An episode's checkpoint: the transcript and its counters after the last finished turn. */
 export interface EpisodeState extends EpisodeProgress {
   readonly messages: readonly ChatCompletionMessageParam[];
+  /** Why it ended, where the end reason alone does not say (`episodes.end_detail`); bounded. */
+  readonly endDetail?: string | null;
 }
 
 interface Row {
@@ -20,6 +22,7 @@ interface Row {
   user_questions: number;
   tool_errors: number;
   end_reason: EndReason | null;
+  end_detail: string | null;
 }
 
 /**
@@ -46,7 +49,7 @@ export async function openEpisode(
   );
   const { rows } = await pool.query<Row>(
     `SELECT task_id, purpose, sample_index, policy_version, messages, turns, tool_calls, user_questions,
-            tool_errors, end_reason
+            tool_errors, end_reason, end_detail
        FROM episodes WHERE episode_id = $1`,
     [input.episodeId],
   );
@@ -73,6 +76,7 @@ export async function openEpisode(
     userQuestions: row.user_questions,
     toolErrors: row.tool_errors,
     endReason: row.end_reason,
+    endDetail: row.end_detail,
   };
 }
 
@@ -89,7 +93,7 @@ export async function checkpointEpisode(
   const { rowCount } = await pool.query(
     `UPDATE episodes
         SET messages = $3::jsonb, turns = $4, tool_calls = $5, user_questions = $6, tool_errors = $7,
-            end_reason = $8, updated_at = now()
+            end_reason = $8, end_detail = $9, updated_at = now()
       WHERE episode_id = $1 AND turns = $2 AND end_reason IS NULL`,
     [
       state.episodeId,
@@ -100,6 +104,7 @@ export async function checkpointEpisode(
       state.userQuestions,
       state.toolErrors,
       state.endReason,
+      state.endDetail ?? null,
     ],
   );
   if (rowCount !== 1) throw new EpisodeCheckpointConflictError(state.episodeId, previousTurns);

@@ -35,10 +35,40 @@ export function schemaViolationObservation(name: string, violations: readonly st
   });
 }
 
-/** A call after the user ended the conversation in the same turn: it is answered, not run. */
-export function notRunObservation(name: string): string {
+/**
+ * A call after the user ended the conversation in the same turn (or after the episode was
+ * rejected in it): it is answered, not run.
+ */
+export function notRunObservation(name: string, why = 'the user ended the conversation'): string {
   return JSON.stringify({
     error: 'not_run',
-    message: `"${name}" was not run: the user ended the conversation.`,
+    message: `"${name}" was not run: ${why}.`,
+  });
+}
+
+/**
+ * A task tool whose simulator gave no usable answer, after its repair and redraws (world setting
+ * `toolSimulatorFailure: tool-error`): the agent sees a failing tool, as it might in the real world.
+ */
+export function toolUnavailableObservation(name: string): string {
+  return JSON.stringify({
+    error: 'tool_unavailable',
+    message: `"${name}" failed and returned no result. Try again later, with other arguments, or go on without it.`,
+  });
+}
+
+/** An `ask_user` the simulated user could not answer within bounds (`userSimulatorFailure: tool-error`). */
+export function userUnavailableObservation(): string {
+  return JSON.stringify({
+    error: 'user_unavailable',
+    message: 'The user did not answer. Ask again, more precisely, or go on with what you know.',
+  });
+}
+
+/** A call past the per-turn limit: answered, never run. */
+export function tooManyCallsObservation(name: string, limit: number): string {
+  return JSON.stringify({
+    error: 'not_run',
+    message: `"${name}" was not run: at most ${limit} tool calls are run per turn. Call it again in the next turn.`,
   });
 }

@@ -1,8 +1,14 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { BOUNDS } from '../../schemas/bounds.js';
 import type { FunctionTool } from '../../schemas/function-tool.js';
+import { outOfBounds } from '../llm/answer-bounds.js';
 import { canonicalJson, sha256 } from '../llm/cache-key.js';
 import { storableJson } from '../store/storable.js';
-import { invalidJsonObservation, schemaViolationObservation, unknownToolObservation } from './observations.js';
+import {
+  invalidJsonObservation,
+  schemaViolationObservation,
+  unknownToolObservation,
+} from './observations.js';
 
 /** A tool call as the agent wrote it: a name and the arguments text. */
 export interface RawToolCall {
@@ -93,6 +99,14 @@ export function validateToolCall(tools: readonly FunctionTool[], call: RawToolCa
       ),
     };
   }
+  // Bounded before parsing: the arguments are stored in the mapping and hashed recursively.
+  const out = outOfBounds(call.arguments, {
+    maxBytes: BOUNDS.toolArgumentsBytes,
+    json: true,
+    what: 'the arguments text',
+  });
+  if (out)
+    return { ok: false, problem: 'invalid_json', observation: invalidJsonObservation(call.name, out.detail) };
   let args: unknown;
   try {
     // Storable: the arguments are kept in the task's mapping (jsonb), escapes and all.

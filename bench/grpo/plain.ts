@@ -62,7 +62,8 @@ export async function runPlain(databaseUrl: string, runId: string, input: GrpoBe
           judge: spec.judge,
         });
         timings.runJudgedRollout.push(performance.now() - r0);
-        return judged.reward;
+        // The bench's world never rejects a rollout (scripted simulators); NaN would show if it did.
+        return judged.rejected === undefined ? judged.reward : Number.NaN;
       }),
     ),
   );

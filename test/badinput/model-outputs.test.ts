@@ -13,7 +13,12 @@ import { runEpisode } from '../../activities/world/index.js';
 import type { EpisodeInputData } from '../../schemas/episode-input.js';
 import { ModelEndpointSchema, type ModelRole } from '../../schemas/model-endpoint.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
-import { startModelServer, type ModelServer, type Rule, type ScriptedRequest } from '../../testkit/model-server.js';
+import {
+  startModelServer,
+  type ModelServer,
+  type Rule,
+  type ScriptedRequest,
+} from '../../testkit/model-server.js';
 import { HIDDEN_CONTEXT, insertTask, shown } from '../unit/world/fixtures.js';
 import { added, lostOrAltered, snapshot, type Snapshot } from './db-snapshot.js';
 
@@ -268,11 +273,14 @@ describe('hostile model outputs', () => {
         .filter((m) => m.role === 'tool')
         .map((m) => JSON.parse(String(m.content)));
       expect(observations).toHaveLength(badCalls.length);
+      // Calls past BOUNDS.toolCallsPerTurn (32) are answered without being run.
       expect(observations.map((o) => o.error)).toEqual(
-        badCalls.map((c) =>
-          c.name === 'get_order' || c.name === 'search_products' || c.name === 'ask_user'
-            ? 'invalid_arguments'
-            : 'unknown_tool',
+        badCalls.map((c, i) =>
+          i >= 32
+            ? 'not_run'
+            : c.name === 'get_order' || c.name === 'search_products' || c.name === 'ask_user'
+              ? 'invalid_arguments'
+              : 'unknown_tool',
         ),
       );
       expect(observations[6].violations).toEqual(
@@ -405,7 +413,7 @@ describe('hostile model outputs', () => {
       expect(entries.map((e) => e.response)).toEqual([{ n: 0 }, { n: 1 }]);
     });
 
-    it('stores a megabyte answer of the user simulator in the transcript', async () => {
+    it('redraws a megabyte answer of the user simulator, records each draw, then gives the agent an error', async () => {
       await insertTask(db.url, 'megabyte');
       const big = `${'long answer '.repeat(90_000)}end`;
       server.setScript([
@@ -418,12 +426,36 @@ describe('hostile model outputs', () => {
               : 'Ok.',
         },
       ]);
-      expect(await run(episode('megabyte', role()))).toMatchObject({ turns: 2, endReason: 'final_answer' });
+      expect(await run(episode('megabyte', role()))).toMatchObject({
+        turns: 2,
+        userQuestions: 1,
+        toolErrors: 1,
+        endReason: 'final_answer',
+      });
       const { messages } = await episodeMessages('megabyte/rollout-0');
-      expect(messages.find((m) => m.role === 'tool')!.content).toBe(big);
+      expect(JSON.parse(String(messages.find((m) => m.role === 'tool')!.content))).toMatchObject({
+        error: 'user_unavailable',
+      });
+      expect(JSON.stringify(messages).length).toBeLessThan(16_384);
+      const rejections = await query<{ reason: string; schema_name: string; raw: number }>(
+        db.url,
+        `SELECT reason, schema_name, octet_length(raw_output) AS raw FROM llm_rejections
+          WHERE run_id = 'hostile-run' AND role = 'user-simulator'`,
+      );
+      expect(rejections).toHaveLength(3); // samples 0, 1, 2
+      expect(rejections.every((r) => r.reason === 'too_large' && r.schema_name === 'UserTurn')).toBe(true);
+      expect(Math.max(...rejections.map((r) => r.raw))).toBeLessThanOrEqual(16_384);
+      // The ledger kept each answer cut at the answer bound, marked as such.
+      const [stored] = await query<{ bytes: number; finish: string }>(
+        db.url,
+        `SELECT max(octet_length(response::text)) AS bytes, min(response ->> 'finishReason') AS finish
+           FROM llm_calls WHERE run_id = 'hostile-run' AND role = 'user-simulator'`,
+      );
+      expect(stored!.bytes).toBeLessThan(300 * 1024);
+      expect(stored!.finish).toBe('mockworld_oversized');
     });
 
-    it('fails an episode whose tool simulator answers garbage, recording the rejections and keeping the checkpointed turns', async () => {
+    it('answers a task tool whose simulator answers garbage with an error the agent sees, or rejects the episode when the world says so', async () => {
       await insertTask(db.url, 'garbage-sim');
       server.setScript([
         { role: 'tool-simulator', reply: 'I am a tool and I refuse to answer in JSON.' },
@@ -433,11 +465,14 @@ describe('hostile model outputs', () => {
           reply: (r) =>
             turnOf(r) === 0
               ? { toolCalls: [{ name: 'ask_user', arguments: { question: 'Which order?' } }] }
-              : { toolCalls: [{ name: 'get_order', arguments: { orderId: 'ORD-7731' } }] },
+              : turnOf(r) === 1
+                ? { toolCalls: [{ name: 'get_order', arguments: { orderId: 'ORD-7731' } }] }
+                : 'The order tool is down.',
         },
       ]);
-      const error = await run(episode('garbage-sim', role())).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(StructuredOutputRejectedError);
+      const model = role();
+      const summary = await run(episode('garbage-sim', model));
+      expect(summary).toMatchObject({ turns: 3, toolErrors: 1, endReason: 'final_answer' });
       const rejections = await query<{ reason: string; role: string; schema_name: string }>(
         db.url,
         `SELECT reason, role, schema_name FROM llm_rejections WHERE run_id = 'hostile-run' AND role = 'tool-simulator'`,
@@ -447,9 +482,23 @@ describe('hostile model outputs', () => {
         true,
       );
       const row = await episodeMessages('garbage-sim/rollout-0');
-      expect(row.turns).toBe(1); // the answered question is kept; the failed turn wrote nothing
-      expect(row.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+      expect(JSON.parse(String(row.messages[5]!.content))).toMatchObject({ error: 'tool_unavailable' });
       expect(await mappings('garbage-sim')).toEqual([]);
+
+      // world.toolSimulatorFailure = reject: the episode ends there, its row says why.
+      const rejected = await run({
+        ...episode('garbage-sim', model),
+        episodeId: 'garbage-sim/rollout-reject',
+        world: { toolSimulatorFailure: 'reject' },
+      });
+      expect(rejected).toMatchObject({ turns: 2, toolErrors: 1, endReason: 'simulator_failed' });
+      const [ended] = await query<{ end_reason: string; end_detail: string }>(
+        db.url,
+        `SELECT end_reason, end_detail FROM episodes WHERE episode_id = 'garbage-sim/rollout-reject'`,
+      );
+      expect(ended!.end_detail).toMatch(
+        /^the tool simulator gave no usable answer for "get_order" \(not_json/,
+      );
     });
   });
 
