@@ -1,5 +1,5 @@
-import { ApplicationFailure } from '@temporalio/common';
 import type { RunFinish, RunStart } from '../schemas/run-records.js';
+import { RunIdTakenError } from './errors.js';
 import { getPool } from './store/db.js';
 
 /** Activities that keep the `runs` table in step with the workflows. */
@@ -25,10 +25,7 @@ export function createRunActivities(databaseUrl: string) {
           'SELECT kind FROM runs WHERE run_id = $1',
           [runId],
         );
-        throw ApplicationFailure.nonRetryable(
-          `workflow id ${runId} already holds a ${held[0]?.kind ?? 'different'} run; start this ${kind} run under another id`,
-          'RunIdTakenError',
-        );
+        throw new RunIdTakenError(runId, held[0]?.kind ?? 'different', kind);
       }
     },
     /** Records the end state and summary of a run (idempotent: the same values again). */

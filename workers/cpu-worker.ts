@@ -32,12 +32,28 @@ export interface CpuWorkerOptions {
   readonly maxConcurrentActivities?: number;
 }
 
+/** Temporal's frontend cannot be reached (or waiting for it was interrupted); says where and what to do. */
+export class TemporalUnreachableError extends Error {
+  override readonly name = 'TemporalUnreachableError';
+  constructor(
+    /** The frontend's host:port. */
+    readonly address: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const gaveUp = (address: string) =>
+  new TemporalUnreachableError(address, `gave up waiting for Temporal at ${address} (interrupted)`);
+
 /** Connects to Temporal, saying where and what to do when it cannot. */
 export async function connectWorker(address: string): Promise<NativeConnection> {
   try {
     return await NativeConnection.connect({ address });
   } catch (error) {
-    throw new Error(
+    throw new TemporalUnreachableError(
+      address,
       `Temporal is not reachable at ${address} (${(error as Error).message}). ` +
         'Run `mockworld stack up` for the local stack, or set TEMPORAL_ADDRESS to your cluster frontend.',
     );
@@ -69,7 +85,7 @@ export async function connectWorkerWhenUp(
       try {
         return await connectWorker(address);
       } catch (error) {
-        if (interrupted) throw new Error(`gave up waiting for Temporal at ${address} (interrupted)`);
+        if (interrupted) throw gaveUp(address);
         if (lastSaid === 0 || Date.now() - lastSaid >= 60_000) {
           const waited = Math.round((Date.now() - started) / 1000);
           log(`${(error as Error).message} Waiting for it (${waited} s so far); Ctrl-C to give up.`);
@@ -80,7 +96,7 @@ export async function connectWorkerWhenUp(
         wake = resolve;
         setTimeout(resolve, wait);
       });
-      if (interrupted) throw new Error(`gave up waiting for Temporal at ${address} (interrupted)`);
+      if (interrupted) throw gaveUp(address);
     }
   } finally {
     process.off('SIGINT', onSignal);

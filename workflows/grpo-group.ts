@@ -3,17 +3,9 @@ import type { MockworldActivities } from '../activities/index.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY } from './activity-options.js';
 
-const activities = proxyActivities<MockworldActivities>({
-  ...LONG_ACTIVITY,
-  retry: {
-    ...LONG_ACTIVITY.retry,
-    nonRetryableErrorTypes: [
-      ...(LONG_ACTIVITY.retry?.nonRetryableErrorTypes ?? []),
-      'UngradableRubricError',
-      'EpisodeNotGradableError',
-    ],
-  },
-});
+// The judge's UngradableRubricError and EpisodeNotGradableError are among LONG_ACTIVITY's
+// non-retryable types, with every other activity error a retry cannot fix.
+const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
 
 /** One task's rollout group in one iteration. */
 export interface GrpoGroupInput {

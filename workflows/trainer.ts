@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
-import { TRAINER_ERROR_TYPES, type TrainerActivities } from '../schemas/trainer-contract.js';
+import type { TrainerActivities } from '../schemas/trainer-contract.js';
+import { TRAINER_ACTIVITY } from './activity-options.js';
 
 /**
  * The Python trainer's activities, called by name on its task queue; their names, inputs and
@@ -10,18 +11,9 @@ export type { TrainerActivities };
 export type { TrainerStepInput, TrainerStepResult } from '../schemas/trainer-step.js';
 
 /**
- * The trainer's activities on `taskQueue`. Steps are long and heartbeat; errors a retry cannot
- * fix are non-retryable, anything else (a killed worker, CUDA out of memory) is retried, and the
- * trainer's exactly-once bookkeeping makes a retried step that was already applied a no-op.
+ * The trainer's activities on `taskQueue`, under TRAINER_ACTIVITY's timeouts and bounded retries
+ * (its non-retryable types are the contract's TRAINER_ERROR_TYPES).
  */
 export function trainerActivities(taskQueue: string) {
-  return proxyActivities<TrainerActivities>({
-    taskQueue,
-    startToCloseTimeout: '4 hours',
-    heartbeatTimeout: '1 minute',
-    retry: {
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes: [...TRAINER_ERROR_TYPES],
-    },
-  });
+  return proxyActivities<TrainerActivities>({ ...TRAINER_ACTIVITY, taskQueue });
 }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { RowVanishedError } from '../store/errors.js';
 import { storableJson, storableText } from '../store/storable.js';
 import type { CallIdentity } from './cache-key.js';
 import type { ChatCompletionMessage, RoleUsage } from './types.js';
@@ -98,7 +99,7 @@ export async function storeCall(
   });
   if (inserted.rows[0]) return { stored: fromRow(inserted.rows[0]), inserted: true };
   const existing = await findCall(pool, call.cacheKey);
-  if (!existing) throw new Error(`llm_calls row ${call.cacheKey} vanished after a conflicting insert`);
+  if (!existing) throw new RowVanishedError('llm_calls', call.cacheKey);
   return { stored: existing, inserted: false };
 }
 

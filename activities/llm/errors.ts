@@ -1,8 +1,10 @@
 /**
- * Errors of the model layer. Each keeps its context in readonly fields and has a fixed `name`, so
- * a Temporal retry policy can list the non-retryable ones by type (`nonRetryableErrorTypes`) and
- * the activity wrapper can tell them apart without parsing messages.
+ * Errors of the model layer. Each keeps its context in readonly fields and declares its Temporal
+ * failure `type` (its `name`) and whether a retry can help (activities/error-class.ts), so the
+ * retry policies list the non-retryable ones from {@link LLM_ERRORS} and the activity wrapper can
+ * tell them apart without parsing messages. Pure: workflow code imports this module.
  */
+import { nonRetryableTypes, type ErrorClass } from '../error-class.js';
 
 /**
  * Thrown when an endpoint kept failing with retryable errors (429, 5xx, timeouts, connection
@@ -10,7 +12,9 @@
  * new activity attempt, may succeed.
  */
 export class ModelRetriesExhaustedError extends Error {
-  override readonly name = 'ModelRetriesExhaustedError';
+  static readonly type = 'ModelRetriesExhaustedError';
+  static readonly retryable = true;
+  override readonly name = ModelRetriesExhaustedError.type;
   constructor(
     /** Base URL of the endpoint that failed. */
     readonly endpoint: string,
@@ -36,7 +40,9 @@ export class ModelRetriesExhaustedError extends Error {
  * again cannot help. Callers treat it as non-retryable.
  */
 export class ModelRequestRejectedError extends Error {
-  override readonly name = 'ModelRequestRejectedError';
+  static readonly type = 'ModelRequestRejectedError';
+  static readonly retryable = false;
+  override readonly name = ModelRequestRejectedError.type;
   constructor(
     /** Base URL of the endpoint that refused the request. */
     readonly endpoint: string,
@@ -61,7 +67,9 @@ export type RejectionReason =
  * a different `sampleIndex`. A row in `llm_rejections` keyed by `cacheKey` records the raw output.
  */
 export class StructuredOutputRejectedError extends Error {
-  override readonly name = 'StructuredOutputRejectedError';
+  static readonly type = 'StructuredOutputRejectedError';
+  static readonly retryable = false;
+  override readonly name = StructuredOutputRejectedError.type;
   constructor(
     /** Cache key of the first (unrepaired) call; also the key of the `llm_rejections` row. */
     readonly cacheKey: string,
@@ -75,3 +83,33 @@ export class StructuredOutputRejectedError extends Error {
     super(`Structured output "${schemaName}" rejected (${reason}) for call ${cacheKey}: ${detail}`);
   }
 }
+
+/**
+ * Thrown when the model gateway (MOCKWORLD_MODEL_GATEWAY_URL) cannot be reached, or answers with
+ * something other than a model call's result or one of the model layer's errors. Retryable: a
+ * gateway restarting is back within seconds, and the call it may have paid for is in its ledger.
+ */
+export class ModelGatewayError extends Error {
+  static readonly type = 'ModelGatewayError';
+  static readonly retryable = true;
+  override readonly name = ModelGatewayError.type;
+  constructor(
+    /** The gateway's origin, e.g. `http://127.0.0.1:8090`. */
+    readonly gateway: string,
+    /** What went wrong, and what to do. */
+    readonly detail: string,
+  ) {
+    super(`model gateway ${gateway} ${detail}`);
+  }
+}
+
+/** Every error of the model layer, for the retry policies and the retry-table test. */
+export const LLM_ERRORS = [
+  ModelRetriesExhaustedError,
+  ModelRequestRejectedError,
+  StructuredOutputRejectedError,
+  ModelGatewayError,
+] as const satisfies readonly ErrorClass[];
+
+/** Types of {@link LLM_ERRORS} a retry cannot fix. */
+export const LLM_NON_RETRYABLE_ERRORS = nonRetryableTypes(LLM_ERRORS);

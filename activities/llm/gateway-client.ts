@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors.js';
+import { ModelGatewayError, ModelRequestRejectedError, ModelRetriesExhaustedError } from './errors.js';
 import type { CallCompleter } from './model-client.js';
 import type { ChatResult } from './types.js';
 
@@ -64,9 +64,7 @@ export function gatewayCompleter(baseUrl: string, authorization?: string): CallC
               parsed = JSON.parse(text);
             } catch {
               return reject(
-                new Error(
-                  `model gateway ${url.origin} answered ${response.statusCode}: ${text.slice(0, 300)}`,
-                ),
+                new ModelGatewayError(url.origin, `answered ${response.statusCode}: ${text.slice(0, 300)}`),
               );
             }
             if (response.statusCode === 200) resolve(parsed as ChatResult);
@@ -83,8 +81,9 @@ export function gatewayCompleter(baseUrl: string, authorization?: string): CallC
       request.on('error', (error: NodeJS.ErrnoException) => {
         if (signal?.aborted) return;
         reject(
-          new Error(
-            `model gateway ${url.origin} unreachable (${error.code ?? error.message}); ` +
+          new ModelGatewayError(
+            url.origin,
+            `unreachable (${error.code ?? error.message}); ` +
               'start it with `mockworld gateway` or unset MOCKWORLD_MODEL_GATEWAY_URL',
           ),
         );
@@ -96,7 +95,7 @@ export function gatewayCompleter(baseUrl: string, authorization?: string): CallC
 
 /** The model layer's error as the gateway reported it, so retry policies see the same types. */
 function toError(error: GatewayError | undefined, origin: string, status: number | undefined): Error {
-  if (error?.name === 'ModelRequestRejectedError') {
+  if (error?.name === ModelRequestRejectedError.type) {
     return new ModelRequestRejectedError(
       error.endpoint ?? '',
       error.model ?? '',
@@ -104,7 +103,7 @@ function toError(error: GatewayError | undefined, origin: string, status: number
       error.detail ?? '',
     );
   }
-  if (error?.name === 'ModelRetriesExhaustedError') {
+  if (error?.name === ModelRetriesExhaustedError.type) {
     return new ModelRetriesExhaustedError(
       error.endpoint ?? '',
       error.model ?? '',
@@ -113,5 +112,5 @@ function toError(error: GatewayError | undefined, origin: string, status: number
       error.lastReason ?? '',
     );
   }
-  return new Error(`model gateway ${origin} failed the call (${status}): ${error?.message ?? 'no detail'}`);
+  return new ModelGatewayError(origin, `failed the call (${status}): ${error?.message ?? 'no detail'}`);
 }

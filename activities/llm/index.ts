@@ -4,6 +4,9 @@
  */
 export { createModelClient, usageByRole, type ModelClient, type ModelClientOptions } from './model-client.js';
 export {
+  LLM_ERRORS,
+  LLM_NON_RETRYABLE_ERRORS,
+  ModelGatewayError,
   ModelRequestRejectedError,
   ModelRetriesExhaustedError,
   StructuredOutputRejectedError,

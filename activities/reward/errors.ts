@@ -1,9 +1,11 @@
 /**
- * Errors of the reward. Each has a fixed `name`, so a Temporal retry policy can list the
- * non-retryable ones by type, and keeps its context (ids) in readonly fields. A judge that fails
+ * Errors of the reward. Each declares its Temporal failure `type` (its `name`) and whether a retry
+ * can help (activities/error-class.ts), so the retry policies list the non-retryable ones from
+ * {@link REWARD_ERRORS}; each keeps its context (ids) in readonly fields. A judge that fails
  * (rejected structured output, endpoint retries exhausted) throws the model layer's errors
- * unchanged: a rollout is never given a default score.
+ * unchanged: a rollout is never given a default score. Pure: workflow code imports this module.
  */
+import { nonRetryableTypes, type ErrorClass } from '../error-class.js';
 
 /**
  * Thrown when a task cannot be graded: it does not exist, has no rubric yet, its rubric is
@@ -11,7 +13,9 @@
  * no term to average). Not retryable: the task's data must change first.
  */
 export class UngradableRubricError extends Error {
-  override readonly name = 'UngradableRubricError';
+  static readonly type = 'UngradableRubricError';
+  static readonly retryable = false;
+  override readonly name = UngradableRubricError.type;
   constructor(
     /** What is missing or wrong. */
     readonly detail: string,
@@ -29,7 +33,9 @@ export class UngradableRubricError extends Error {
  * caller bug.
  */
 export class EpisodeNotGradableError extends Error {
-  override readonly name = 'EpisodeNotGradableError';
+  static readonly type = 'EpisodeNotGradableError';
+  static readonly retryable = false;
+  override readonly name = EpisodeNotGradableError.type;
   constructor(
     readonly episodeId: string,
     /** What is wrong, e.g. `it has not ended`. */
@@ -38,3 +44,12 @@ export class EpisodeNotGradableError extends Error {
     super(`Episode ${episodeId} cannot be judged: ${detail}`);
   }
 }
+
+/** Every error of the reward, for the retry policies and the retry-table test. */
+export const REWARD_ERRORS = [
+  UngradableRubricError,
+  EpisodeNotGradableError,
+] as const satisfies readonly ErrorClass[];
+
+/** Types of {@link REWARD_ERRORS} a retry cannot fix. */
+export const REWARD_NON_RETRYABLE_ERRORS = nonRetryableTypes(REWARD_ERRORS);

@@ -9,6 +9,7 @@ import {
 import { RubricSchema, type Rubric } from '../../schemas/synthesis-records.js';
 import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
+import { RowVanishedError } from '../store/errors.js';
 import { renderTranscript } from '../synthesis/transcript.js';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
 import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
@@ -128,7 +129,7 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
   );
   // Read back: when a concurrent attempt wrote first, its judgement is the one that counts.
   const written = await findJudgement(pool, input);
-  if (!written) throw new Error(`judgement of episode ${input.episodeId} vanished after insert`);
+  if (!written) throw new RowVanishedError('judgements', input.episodeId);
   return written;
 }
 

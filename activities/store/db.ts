@@ -1,25 +1,8 @@
 import pg from 'pg';
 import { loadEnvironment } from '../../schemas/environment.js';
+import { DatabaseNameError, DatabaseUnreachableError } from './errors.js';
 
-/** Raised when PostgreSQL cannot be reached; says where and what to do. */
-export class DatabaseUnreachableError extends Error {
-  override readonly name = 'DatabaseUnreachableError';
-  constructor(
-    readonly url: string,
-    cause: unknown,
-  ) {
-    super(
-      `PostgreSQL is not reachable at ${redactUrl(url)} (${(cause as Error)?.message ?? cause}). ` +
-        'Start it (on Debian: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start) ' +
-        'or point DATABASE_URL at a running server.',
-    );
-  }
-}
-
-/** Hides a password in a connection string before it reaches a log or an error. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-}
+export { DatabaseNameError, DatabaseUnreachableError, redactUrl } from './errors.js';
 
 const pools = new Map<string, pg.Pool>();
 
@@ -109,8 +92,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 export async function ensureDatabase(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name))
-    throw new Error(`Unsupported database name in DATABASE_URL: "${name}"`);
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new DatabaseNameError(name);
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
@@ -136,7 +118,7 @@ export async function ensureDatabase(url: string): Promise<void> {
 export async function dropDatabase(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new Error(`Unsupported database name: "${name}"`);
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new DatabaseNameError(name);
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type pg from 'pg';
 import type { ModelEndpoint } from '../../schemas/model-endpoint.js';
+import { EmbeddingAnswerError } from './errors.js';
 import { selectDiverseResponses } from './protocols/selection.js';
 
 export interface SelectByEmbeddingInput {
@@ -47,9 +48,7 @@ export async function selectByEmbedding(
     const vectors = [...response.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
     if (vectors.length !== rows.length) {
       // Never store a selection computed from a short answer: it would be kept for good.
-      throw new Error(
-        `the embeddings endpoint returned ${vectors.length} vectors for ${rows.length} responses`,
-      );
+      throw new EmbeddingAnswerError(input.embeddings.baseUrl, rows.length, vectors.length);
     }
     // The greedy sets are nested, so the order is recovered from the sets of growing size.
     const picked = new Set<number>();

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type pg from 'pg';
 import { resolveDataFile } from '../data-files.js';
 import { QuestionLineSchema, type QuestionLine } from '../../schemas/study-question.js';
+import { StudyInputError } from './errors.js';
 
 /** A question as the study activities use it. */
 export interface StudyQuestion {
@@ -45,7 +46,10 @@ export async function loadQuestions(
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new Error(`Cannot read ${input.source} questions from ${file}: ${(error as Error).message}`);
+    throw new StudyInputError(
+      input.studyId,
+      `cannot read ${input.source} questions from ${file}: ${(error as Error).message}`,
+    );
   }
   const valid: QuestionLine[] = [];
   const refused: { line: number; reason: string }[] = [];
@@ -61,7 +65,10 @@ export async function loadQuestions(
     }
   });
   if (valid.length === 0) {
-    throw new Error(`${file} holds no valid question (${refused.length} lines refused): nothing to study`);
+    throw new StudyInputError(
+      input.studyId,
+      `${file} holds no valid question (${refused.length} lines refused): nothing to study`,
+    );
   }
   // Test questions get their own id space, so a test id equal to a seed id is not a collision.
   const qid = (id: string) => (input.source === 'test' ? `test:${id}` : id);
@@ -136,6 +143,6 @@ export async function questionById(
       WHERE study_id = $1 AND question_id = $2`,
     [studyId, questionId],
   );
-  if (!rows[0]) throw new Error(`study ${studyId} has no question ${questionId}`);
+  if (!rows[0]) throw new StudyInputError(studyId, `it has no question ${questionId}`);
   return toQuestion(rows[0]);
 }

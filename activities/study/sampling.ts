@@ -5,6 +5,7 @@ import { cutWithMarker } from '../llm/answer-bounds.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ChatCompletionMessageParam, ModelClient } from '../llm/index.js';
 import type { Stream } from './grid.js';
+import { StudyInputError } from './errors.js';
 import { judgeResponse } from './judge.js';
 import { choosePersona, personaSystemMessage } from './protocols/persona.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
@@ -131,6 +132,6 @@ async function loadPersonaIds(pool: pg.Pool, studyId: string): Promise<{ id: str
     [studyId],
   );
   if (rows.length === 0)
-    throw new Error(`study ${studyId} has no personas loaded: the persona protocol needs some`);
+    throw new StudyInputError(studyId, 'it has no personas loaded: the persona protocol needs some');
   return rows.map((r) => ({ id: r.persona_id, persona: r.persona }));
 }

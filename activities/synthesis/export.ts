@@ -4,6 +4,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
 import { ASK_USER_TOOL, agentSystemPrompt } from '../world/index.js';
+import { DatasetExportError } from './errors.js';
 
 /** Where an export was written and how many tasks it holds. */
 export interface ExportResult {
@@ -120,9 +121,9 @@ export async function exportRunDataset(
   directory: string,
 ): Promise<ExportResult> {
   const { rows } = await pool.query('SELECT kind, spec FROM runs WHERE run_id = $1', [runId]);
-  if (!rows[0]) throw new Error(`No run ${runId} is registered in the runs table`);
+  if (!rows[0]) throw new DatasetExportError(runId, 'no run of that id is registered in the runs table');
   if (rows[0].kind !== 'Synthesis')
-    throw new Error(`Run ${runId} is a ${rows[0].kind} run; only Synthesis runs have a dataset`);
+    throw new DatasetExportError(runId, `it is a ${rows[0].kind} run; only Synthesis runs have a dataset`);
   const spec = rows[0].spec as SynthesisSpec;
   return exportDataset(pool, runId, directory, agentSystemPrompt(spec.templates));
 }

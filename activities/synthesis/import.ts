@@ -5,16 +5,14 @@ import type { Rubric } from '../../schemas/synthesis-records.js';
 import { ASK_USER_TOOL_NAME } from '../world/index.js';
 import { taskIdOf } from './task-id.js';
 import { checkToolset } from './tool-validation.js';
+import { DatasetImportError } from './errors.js';
 
 /** Problems named in an error at most; the rest are counted. */
 const MAX_NAMED_PROBLEMS = 20;
 /** Larger files are refused before reading. */
 export const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
 
-/** Thrown when the file has bad lines (each named) or the dataset id is taken; nothing is written. */
-export class DatasetImportError extends Error {
-  override readonly name = 'DatasetImportError';
-}
+export { DatasetImportError };
 
 /** A task ready to insert. */
 interface ImportedTask {

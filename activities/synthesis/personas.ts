@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import type pg from 'pg';
 import { resolveDataFile } from '../data-files.js';
 import { hasUnstorable } from '../store/storable.js';
+import { PersonaFileError } from './errors.js';
 
 /** Longest persona accepted, in characters; longer ones are refused, never cut. */
 export const MAX_PERSONA_CHARS = 4_000;
@@ -121,7 +122,7 @@ export async function loadPersonas(pool: pg.Pool, input: LoadPersonasInput): Pro
       if (chosen.length >= input.limit) break;
     }
   } catch (error) {
-    throw new Error(`Cannot read personas from ${file}: ${(error as Error).message}`);
+    throw new PersonaFileError(file, (error as Error).message);
   }
   await pool.query(
     `INSERT INTO synthesis_personas (run_id, idx, persona_id, persona)

@@ -12,6 +12,7 @@ import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
 import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { TemplateChoice } from '../templates/templates.js';
+import { SynthesisStageError } from './errors.js';
 import { callStage } from './teacher-call.js';
 import { checkToolset } from './tool-validation.js';
 import { renderTranscript } from './transcript.js';
@@ -45,7 +46,8 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     const names = Object.keys(fields);
     // Column names are spliced into the SQL (identifiers cannot be parameters): only plain names.
     const bad = names.find((name) => !/^[a-z_]{1,63}$/.test(name));
-    if (bad !== undefined) throw new Error(`setStage: "${bad}" is not a tasks column name`);
+    if (bad !== undefined)
+      throw new SynthesisStageError(taskId, `setStage: "${bad}" is not a tasks column name`);
     const assignments = names.map((name, i) => `${name} = $${i + 3}`);
     await pool().query(
       `UPDATE tasks SET stage = $2, updated_at = now()${assignments.map((a) => `, ${a}`).join('')} WHERE task_id = $1`,
@@ -55,7 +57,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
 
   async function readTask(taskId: string) {
     const { rows } = await pool().query('SELECT * FROM tasks WHERE task_id = $1', [taskId]);
-    if (!rows[0]) throw new Error(`task ${taskId} does not exist; the toolset stage creates it`);
+    if (!rows[0]) throw new SynthesisStageError(taskId, 'it does not exist; the toolset stage creates it');
     return rows[0];
   }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TemplateFileError, TemplateValueError } from './errors.js';
 import { resolveDataFile } from '../data-files.js';
 
 const SHIPPED_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -60,7 +61,7 @@ export function loadTemplate(stage: TemplateStage, choice: TemplateChoice): Prom
       }),
       (error: Error) => {
         cache.delete(file);
-        throw new Error(`Cannot read the ${stage} template ${file}: ${error.message}`);
+        throw new TemplateFileError(stage, file, error.message);
       },
     );
     cache.set(file, loaded);
@@ -74,7 +75,7 @@ export function loadTemplate(stage: TemplateStage, choice: TemplateChoice): Prom
  */
 export function renderTemplate(template: Template, values: Record<string, unknown>): string {
   return template.text.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (_, name: string) => {
-    if (!(name in values)) throw new Error(`Template ${template.id} needs a value for {{${name}}}`);
+    if (!(name in values)) throw new TemplateValueError(template.id, name);
     const value = values[name];
     return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
   });

@@ -1,14 +1,20 @@
 /**
- * Errors of the GRPO training activities. Each has a fixed `name`, so a Temporal retry policy can
- * list the non-retryable ones by type, and keeps its context in readonly fields.
+ * Errors of the GRPO training activities. Each declares its Temporal failure `type` (its `name`)
+ * and whether a retry can help (activities/error-class.ts), so the retry policies list the
+ * non-retryable ones from {@link TRAINING_ERRORS}; each keeps its context in readonly fields.
+ * Pure: workflow code imports this module. The Python trainer's own failure types are the
+ * contract's (schemas/trainer-contract.ts TRAINER_ERROR_TYPES).
  */
+import { nonRetryableTypes, type ErrorClass } from '../error-class.js';
 
 /**
  * Thrown when the tasks of an iteration cannot be planned: the synthesis run has too few kept
  * tasks for the held-out set and the global batch. Not retryable: the spec must change.
  */
 export class TrainingPlanError extends Error {
-  override readonly name = 'TrainingPlanError';
+  static readonly type = 'TrainingPlanError';
+  static readonly retryable = false;
+  override readonly name = TrainingPlanError.type;
   constructor(
     readonly synthesisRunId: string,
     /** What does not fit, and what to change. */
@@ -23,7 +29,9 @@ export class TrainingPlanError extends Error {
  * task, has no assistant turn, or a reward is not finite. Not retryable: the caller's items are wrong.
  */
 export class TrainerBatchError extends Error {
-  override readonly name = 'TrainerBatchError';
+  static readonly type = 'TrainerBatchError';
+  static readonly retryable = false;
+  override readonly name = TrainerBatchError.type;
   constructor(
     readonly runId: string,
     readonly step: number,
@@ -36,3 +44,12 @@ export class TrainerBatchError extends Error {
     super(`Cannot build trainer batch ${runId} step ${step}: ${shown}`);
   }
 }
+
+/** Every error of the training activities, for the retry policies and the retry-table test. */
+export const TRAINING_ERRORS = [
+  TrainingPlanError,
+  TrainerBatchError,
+] as const satisfies readonly ErrorClass[];
+
+/** Types of {@link TRAINING_ERRORS} a retry cannot fix. */
+export const TRAINING_NON_RETRYABLE_ERRORS = nonRetryableTypes(TRAINING_ERRORS);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveDataFile } from '../data-files.js';
+import { TemplateFileError } from '../templates/errors.js';
 import { renderTemplate, type TemplateChoice } from '../templates/templates.js';
 import { ASK_USER_TOOL_NAME } from './ask-user.js';
 
@@ -32,7 +33,7 @@ export function agentSystemPrompt(templates: TemplateChoice = DEFAULT_TEMPLATES)
     try {
       text = readFileSync(file, 'utf8');
     } catch (error) {
-      throw new Error(`Cannot read the agent template ${file}: ${(error as Error).message}`);
+      throw new TemplateFileError('agent', file, (error as Error).message);
     }
     prompt = renderTemplate({ stage: 'agent', id: file, text }, { askUserTool: ASK_USER_TOOL_NAME });
     prompts.set(file, prompt);

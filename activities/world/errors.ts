@@ -1,11 +1,16 @@
 /**
- * Errors of the mock world. Each has a fixed `name`, so a Temporal retry policy can list the
- * non-retryable ones by type, and keeps its context (ids) in readonly fields.
+ * Errors of the mock world. Each declares its Temporal failure `type` (its `name`) and whether a
+ * retry can help (activities/error-class.ts), so the retry policies list the non-retryable ones
+ * from {@link WORLD_ERRORS}; each keeps its context (ids) in readonly fields. Pure: workflow code
+ * imports this module.
  */
+import { nonRetryableTypes, type ErrorClass } from '../error-class.js';
 
 /** Thrown when an episode names a task that has no row in `tasks`. Not retryable. */
 export class TaskNotFoundError extends Error {
-  override readonly name = 'TaskNotFoundError';
+  static readonly type = 'TaskNotFoundError';
+  static readonly retryable = false;
+  override readonly name = TaskNotFoundError.type;
   constructor(readonly taskId: string) {
     super(`Task ${taskId} does not exist`);
   }
@@ -16,7 +21,9 @@ export class TaskNotFoundError extends Error {
  * missing or malformed. Not retryable: the task's data must change first.
  */
 export class TaskNotReadyError extends Error {
-  override readonly name = 'TaskNotReadyError';
+  static readonly type = 'TaskNotReadyError';
+  static readonly retryable = false;
+  override readonly name = TaskNotReadyError.type;
   constructor(
     readonly taskId: string,
     /** What is missing or wrong. */
@@ -31,7 +38,9 @@ export class TaskNotReadyError extends Error {
  * policy version: episode ids are deterministic, so this is a caller bug. Not retryable.
  */
 export class EpisodeMismatchError extends Error {
-  override readonly name = 'EpisodeMismatchError';
+  static readonly type = 'EpisodeMismatchError';
+  static readonly retryable = false;
+  override readonly name = EpisodeMismatchError.type;
   constructor(
     readonly episodeId: string,
     /** Which stored field differs from the input, e.g. `sample_index: stored 1, given 2`. */
@@ -47,7 +56,9 @@ export class EpisodeMismatchError extends Error {
  * newer checkpoint.
  */
 export class EpisodeCheckpointConflictError extends Error {
-  override readonly name = 'EpisodeCheckpointConflictError';
+  static readonly type = 'EpisodeCheckpointConflictError';
+  static readonly retryable = true;
+  override readonly name = EpisodeCheckpointConflictError.type;
   constructor(
     readonly episodeId: string,
     /** Turn count this attempt expected to find in the row. */
@@ -56,3 +67,14 @@ export class EpisodeCheckpointConflictError extends Error {
     super(`Episode ${episodeId} was advanced past turn ${expectedTurns} by another attempt`);
   }
 }
+
+/** Every error of the mock world, for the retry policies and the retry-table test. */
+export const WORLD_ERRORS = [
+  TaskNotFoundError,
+  TaskNotReadyError,
+  EpisodeMismatchError,
+  EpisodeCheckpointConflictError,
+] as const satisfies readonly ErrorClass[];
+
+/** Types of {@link WORLD_ERRORS} a retry cannot fix. */
+export const WORLD_NON_RETRYABLE_ERRORS = nonRetryableTypes(WORLD_ERRORS);

@@ -32,6 +32,11 @@ export class PayloadDecryptionError extends Error {
   override readonly name = 'PayloadDecryptionError';
 }
 
+/** A payload key that is not 32 bytes (of base64, as the environment holds it): the configuration must change. */
+export class PayloadKeyError extends Error {
+  override readonly name = 'PayloadKeyError';
+}
+
 /**
  * The id of a key: a fingerprint (sha256 of a domain tag and the key, 16 hex digits). It is public
  * and says which key to decrypt with, so keys can rotate without configuring ids by hand.
@@ -51,7 +56,7 @@ export function isPayloadKey(text: string): boolean {
 /** Decodes a base64 key; throws naming `variable` when it is not 32 bytes of base64. */
 export function parsePayloadKey(text: string, variable = 'MOCKWORLD_PAYLOAD_KEY'): Buffer {
   if (!isPayloadKey(text)) {
-    throw new Error(`${variable} must be 32 random bytes in base64 (openssl rand -base64 32)`);
+    throw new PayloadKeyError(`${variable} must be 32 random bytes in base64 (openssl rand -base64 32)`);
   }
   return Buffer.from(text.trim(), 'base64');
 }
@@ -67,7 +72,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   /** `current` encrypts; `previous` keys only decrypt (payloads written before a rotation). */
   constructor(current: Buffer, previous: readonly Buffer[] = []) {
     for (const key of [current, ...previous]) {
-      if (key.length !== 32) throw new Error(`a payload key must be 32 bytes, got ${key.length}`);
+      if (key.length !== 32) throw new PayloadKeyError(`a payload key must be 32 bytes, got ${key.length}`);
       this.keys.set(keyIdOf(key), key);
     }
     this.current = { id: keyIdOf(current), key: current };

@@ -24,6 +24,14 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The server cannot start: its port is taken or cannot be bound, or a command-line option is not
+ * what it must be. Said once at start, never answered to a client.
+ */
+export class ServerStartError extends Error {
+  override readonly name = 'ServerStartError';
+}
+
 /** A 400 `invalid_request_error` naming the offending parameter. */
 export function badRequest(
   message: string,

@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadEnvironment } from '../../schemas/environment.js';
 import { EmbeddedModel, type EmbeddedModelOptions } from './engine.js';
-import { ApiError, badRequest } from './errors.js';
+import { ApiError, badRequest, ServerStartError } from './errors.js';
 import { ChatCompletionRequestSchema, EmbeddingRequestSchema } from '../../schemas/openai-chat.js';
 import { parseBody } from './parse-body.js';
 
@@ -80,7 +80,7 @@ export async function startEmbeddedModelServer(
     await model.dispose();
     const hint =
       error.code === 'EADDRINUSE' ? '; another server runs there: stop it or pass another port' : '';
-    throw new Error(`Cannot listen on ${host}:${port}: ${error.message}${hint}`);
+    throw new ServerStartError(`Cannot listen on ${host}:${port}: ${error.message}${hint}`);
   });
 
   const address = server.address() as AddressInfo;
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
     if (value === undefined) return undefined;
     const n = Number(value);
     if (!Number.isInteger(n) || n < 0)
-      throw new Error(`--${name} must be a non-negative integer, got '${value}'`);
+      throw new ServerStartError(`--${name} must be a non-negative integer, got '${value}'`);
     return n;
   };
   const server = await startEmbeddedModelServer({

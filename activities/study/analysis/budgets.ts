@@ -9,7 +9,7 @@
  *   collects (q = 4, r = B/4), (q = 2, r = B/2) and (q = 1, r = B).
  */
 import { MATCHED_BUDGETS, type MatchedBudget } from '../../../schemas/study-report.js';
-import { AnalysisInputError } from './errors.js';
+import { AnalysisInputError } from '../errors.js';
 import { fmix32 } from '../../training/sampling.js';
 
 // The buckets bound the report's input records, so they are defined with them in schemas/.

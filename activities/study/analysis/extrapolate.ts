@@ -8,7 +8,7 @@
  *
  * The error of each is |P_obs(32) − P_pred(32)| in percentage points: seed eq. 4 with 𝓡 = {32}.
  */
-import { AnalysisInputError } from './errors.js';
+import { AnalysisInputError } from '../errors.js';
 import { fitScalingLaw, predictScalingLaw, type FitOptions, type ScalingLawParams } from './fit.js';
 import { checkPoints, mean, meanCurve, type CurvePoint } from './stats.js';
 

@@ -10,7 +10,7 @@
  * is exact for this convex problem); the residual profile over α is then minimized on a fine
  * log-grid and refined by golden-section search around the best grid point.
  */
-import { AnalysisInputError } from './errors.js';
+import { AnalysisInputError } from '../errors.js';
 import { checkPoints, meanCurve, type CurvePoint } from './stats.js';
 
 /** The seed's bounds on the fit (App. 11.2). The seed states no upper bound on α. */

@@ -3,7 +3,7 @@
  * RS over the full r ∈ {1, 2, 4, 8, 16, 32} sweep", in percentage points. Each budget's score is
  * the mean over its training seeds; only budgets both curves measured enter the mean.
  */
-import { AnalysisInputError } from './errors.js';
+import { AnalysisInputError } from '../errors.js';
 import { mean, meanCurve, type CurvePoint } from './stats.js';
 
 /** One protocol's gap to the reference. */

@@ -24,7 +24,7 @@ export {
   type PoolQuarters,
   type TrainingPrefix,
 } from './budgets.js';
-export { AnalysisInputError } from './errors.js';
+export { AnalysisInputError } from '../errors.js';
 export {
   carryForecast,
   DEFAULT_FORECAST,

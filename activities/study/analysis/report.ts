@@ -7,7 +7,7 @@
  * matched-budget grid (§6.1).
  */
 import { bucketCells, MATCHED_BUDGETS } from './budgets.js';
-import { AnalysisInputError } from './errors.js';
+import { AnalysisInputError } from '../errors.js';
 import { heldOutForecast, pooledForecastMae, type HeldOutForecast } from './extrapolate.js';
 import { fitScalingLaw, type ScalingLawFit } from './fit.js';
 import { aggregateGap, sweepMeanGap, type SweepGap } from './gap.js';

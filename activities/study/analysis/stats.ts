@@ -2,7 +2,7 @@
  * Small descriptive statistics shared by the analysis: per-budget means over training seeds
  * (the seed's §4: n = 3 training seeds per cell, reported as mean ± std).
  */
-import { AnalysisInputError } from './errors.js';
+import { AnalysisInputError } from '../errors.js';
 
 /** One measured point of a curve: response budget r and a score as a fraction in [0, 1]. */
 export interface CurvePoint {

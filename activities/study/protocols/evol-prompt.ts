@@ -5,7 +5,7 @@
  * the one `evolInstruct` template, under a `System:` and a `User:` line as in the seed.
  */
 import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
-import { ProtocolInputError } from './errors.js';
+import { ProtocolInputError } from '../errors.js';
 import { goldTarget } from './judge-prompt.js';
 import { formatQuestion, optionsOf, type StudyQuestion } from './question-format.js';
 import { requireStage, SHIPPED_TEMPLATES, type PromptMessage } from './stage-template.js';

@@ -15,7 +15,7 @@ import { compareNumeric, parseNumericAnswer } from './numeric-answer.js';
 import { requestedOptionCount } from './evol-prompt.js';
 import { letterIndex, optionsOf, type StudyQuestion } from './question-format.js';
 import { jaccardSimilarity, tokenSet } from './text-similarity.js';
-import { ProtocolInputError } from './errors.js';
+import { ProtocolInputError } from '../errors.js';
 
 /** The format filter's decision. */
 export type FormatCheck =

@@ -14,7 +14,7 @@ export {
   type AnswerSource,
   type ExtractedAnswer,
 } from './answers.js';
-export { ProtocolInputError } from './errors.js';
+export { ProtocolInputError } from '../errors.js';
 export {
   buildEvolInstructMessages,
   evolInstructMessages,

@@ -5,7 +5,7 @@
  * (and hits the model cache).
  */
 import { createHash } from 'node:crypto';
-import { ProtocolInputError } from './errors.js';
+import { ProtocolInputError } from '../errors.js';
 import type { PromptMessage } from './stage-template.js';
 
 /**

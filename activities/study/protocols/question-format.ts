@@ -3,7 +3,7 @@
  * C, ... (seed §4: SuperGPQA items are multiple-choice). One formatter serves the teacher, the
  * judge, trace repair and Evol-Instruct, so every role sees the same question.
  */
-import { ProtocolInputError } from './errors.js';
+import { ProtocolInputError } from '../errors.js';
 
 /** Most options a question may have: one per letter A–Z (SuperGPQA uses up to 10). */
 export const MAX_OPTIONS = 26;

@@ -7,6 +7,7 @@
  */
 import { RepairVariantSchema, type RepairOutput, type RepairVariant } from '../../../schemas/trace-repair.js';
 import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import { ProtocolInputError } from '../errors.js';
 import { goldTarget } from './judge-prompt.js';
 import { formatQuestion, type StudyQuestion } from './question-format.js';
 import { requireStage, SHIPPED_TEMPLATES } from './stage-template.js';
@@ -65,8 +66,9 @@ export function composeRepairTrace(
       return repair.fixed_solution.trim();
     default: {
       const unknown: never = variant;
-      throw new Error(
-        `Unknown repair variant ${String(unknown)}; valid: ${RepairVariantSchema.options.join(', ')}`,
+      throw new ProtocolInputError(
+        'composeRepairTrace',
+        `unknown repair variant ${String(unknown)}; valid: ${RepairVariantSchema.options.join(', ')}`,
       );
     }
   }

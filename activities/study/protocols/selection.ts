@@ -4,7 +4,7 @@
  * farthest-point selection in cosine distance, started from the first accepted response, so that
  * r = 1 (the first accepted) and r = |pool| (all of them) are exactly the RS sets by construction.
  */
-import { ProtocolInputError } from './errors.js';
+import { ProtocolInputError } from '../errors.js';
 
 /** Cosine distance 1 − a·b / (|a||b|), in [0, 2]. */
 export function cosineDistance(a: readonly number[], b: readonly number[]): number {

@@ -4,7 +4,7 @@
  * they stay pure. This guard stops a template of another stage from being filled by mistake.
  */
 import type { Template, TemplateChoice, TemplateStage } from '../../templates/templates.js';
-import { ProtocolInputError } from './errors.js';
+import { ProtocolInputError } from '../errors.js';
 
 /** A chat message of the study's prompts (assignable to the model client's message type). */
 export interface PromptMessage {
