@@ -6,7 +6,7 @@
  * roles, sampling, `n`, `stop`, `response_format` json_object / json_schema and function tools,
  * enforced by grammars), `POST /v1/embeddings`, `GET /health`.
  *
- * CLI: `npx tsx workers/embedded-model/server.ts [--port N] [--host H] [--model FILE] [--threads N]`
+ * CLI: `npx tsx services/embedded-model/server.ts [--port N] [--host H] [--model FILE] [--threads N]`
  * logs `embedded model ready at http://127.0.0.1:PORT/v1` once it serves.
  */
 import http from 'node:http';
