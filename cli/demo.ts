@@ -8,6 +8,7 @@ import { startRun } from '../client/runs.js';
 import { stackUp } from '../deploy/stack.js';
 import { trainerUp } from '../deploy/trainer-stack.js';
 import { loadEnvironment } from '../schemas/environment.js';
+import { temporalTarget } from '../services/temporal/connection.js';
 import { connectWorker, createCpuWorker } from '../workers/cpu-worker.js';
 import { readReport, waitForRun } from './run-commands.js';
 import { renderReport } from './report-view.js';
@@ -18,17 +19,18 @@ export async function demo(specFile: string): Promise<number> {
   const spec = await readSpecFile(specFile);
   // The demo prints its own progress; the SDK's per-worker INFO lines would drown it.
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  await stackUp((line) => console.log(line));
   const env = loadEnvironment();
+  const temporal = temporalTarget();
+  await stackUp((line) => console.log(line), env, temporal);
   if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining')
     await trainerUp((line) => console.log(line), env);
-  const connection = await connectWorker(env.TEMPORAL_ADDRESS);
+  const connection = await connectWorker(temporal);
   const worker = await createCpuWorker(connection);
   const client = await connectClient();
   const outcome = worker.runUntil(async () => {
     const id = await startRun(client, spec);
     console.log(
-      `\nstarted ${spec.kind} run ${id}; watch it at http://localhost:${env.TEMPORAL_UI_PORT}/namespaces/${env.TEMPORAL_NAMESPACE}/workflows/${id}`,
+      `\nstarted ${spec.kind} run ${id}; watch it at http://localhost:${env.TEMPORAL_UI_PORT}/namespaces/${temporal.namespace}/workflows/${id}`,
     );
     await waitForRun(client, id);
     return id;

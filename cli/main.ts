@@ -10,6 +10,7 @@ import { connectClient } from '../client/connect.js';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { stackDown, stackStatus, stackUp } from '../deploy/stack.js';
 import { loadEnvironment } from '../schemas/environment.js';
+import { temporalTarget } from '../services/temporal/connection.js';
 import { SpecValidationError } from '../schemas/spec-error.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflows/grpo-controls.js';
 import { cellStatesQuery } from '../workflows/study-controls.js';
@@ -89,10 +90,10 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'stack': {
       const action = rest[0];
-      if (action === 'up') await stackUp((line) => console.log(line));
+      if (action === 'up') await stackUp((line) => console.log(line), loadEnvironment(), temporalTarget());
       else if (action === 'down') await stackDown((line) => console.log(line));
       else if (action === 'status') {
-        const rows = await stackStatus();
+        const rows = await stackStatus(loadEnvironment(), temporalTarget());
         print(renderTable(rows as unknown as Record<string, unknown>[]), rows);
         return rows.every((row) => row.state === 'up') ? 0 : 1;
       } else throw new UsageError('mockworld stack needs up, down or status');

@@ -1,11 +1,12 @@
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { getPool, redactUrl } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 import { embeddedModelUrl, loadEnvironment, type Environment } from '../schemas/environment.js';
 import { ensureEmbeddedModel } from './embedded-model/fetch-model.js';
 import { nodeEntryArgs } from './paths.js';
 import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from './processes.js';
+import { MOCKWORLD_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 import { registerSearchAttributes } from './search-attributes.js';
 import { ensureTemporalCli } from './temporal-cli.js';
 import { startDevServer, waitForFrontend } from './temporal-dev-server.js';
@@ -23,13 +24,33 @@ function isLocalAddress(address: string): boolean {
   return /^(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(address);
 }
 
+/**
+ * The Temporal frontend the stack works with, as Temporal's environment configuration resolves it
+ * (services/temporal/connection.ts; the CLI passes it). Default: TEMPORAL_ADDRESS/NAMESPACE, plain.
+ */
+export interface StackTemporal {
+  readonly address: string;
+  readonly namespace: string;
+  readonly connection: ConnectionOptions;
+}
+
+const plainTemporal = (env: Environment): StackTemporal => ({
+  address: env.TEMPORAL_ADDRESS,
+  namespace: env.TEMPORAL_NAMESPACE,
+  connection: { address: env.TEMPORAL_ADDRESS },
+});
+
+/** A frontend the stack may start itself: this machine's, reached without TLS or an API key. */
+const startable = (temporal: StackTemporal) =>
+  isLocalAddress(temporal.address) && !temporal.connection.tls && !temporal.connection.apiKey;
+
 function temporalPort(address: string): number {
   return Number(address.split(':').pop());
 }
 
-async function temporalAnswers(address: string): Promise<boolean> {
+async function temporalAnswers(temporal: StackTemporal): Promise<boolean> {
   try {
-    await waitForFrontend(address, 1_500);
+    await waitForFrontend(temporal.connection, 1_500);
     return true;
   } catch {
     return false;
@@ -53,16 +74,17 @@ async function httpAnswers(url: string): Promise<boolean> {
 export async function stackUp(
   log: (line: string) => void,
   env: Environment = loadEnvironment(),
+  temporal: StackTemporal = plainTemporal(env),
 ): Promise<void> {
   const applied = await migrate(env.DATABASE_URL);
   log(
     `postgres   ${redactUrl(env.DATABASE_URL)}  migrations applied now: ${applied.length ? applied.join(', ') : 'none needed'}`,
   );
 
-  const address = env.TEMPORAL_ADDRESS;
-  if (await temporalAnswers(address)) {
+  const address = temporal.address;
+  if (await temporalAnswers(temporal)) {
     log(`temporal   ${address}  already running`);
-  } else if (isLocalAddress(address)) {
+  } else if (startable(temporal)) {
     const cli = await ensureTemporalCli(log);
     const proc = managedProcess(env.MOCKWORLD_HOME, 'temporal');
     const server = await startDevServer({
@@ -81,14 +103,22 @@ export async function stackUp(
         'to a reachable host:port (unset it to run the embedded dev server).',
     );
   }
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect(temporal.connection);
   try {
-    const added = await registerSearchAttributes(connection, env.TEMPORAL_NAMESPACE);
+    const added = await registerSearchAttributes(connection, temporal.namespace);
     log(`search     ${added.length ? `registered ${added.join(', ')}` : 'attributes already registered'}`);
+  } catch (error) {
+    // A managed cluster (Temporal Cloud) may keep search attributes out of an API key's reach;
+    // runs only lack their UI filters until someone with the rights adds them, so say how.
+    if (startable(temporal)) throw error;
+    log(
+      `search     not registered (${(error as Error).message}); add them in the namespace's settings ` +
+        `(${MOCKWORLD_SEARCH_ATTRIBUTES.map((key) => `${key.name} ${key.type}`).join(', ')}), then run stack up again`,
+    );
   } finally {
     await connection.close();
   }
-  if (isLocalAddress(address)) log(`ui         http://localhost:${env.TEMPORAL_UI_PORT}`);
+  if (startable(temporal)) log(`ui         http://localhost:${env.TEMPORAL_UI_PORT}`);
 
   if (env.MOCKWORLD_MODEL_URL) {
     log(`model      ${env.MOCKWORLD_MODEL_URL}  (MOCKWORLD_MODEL_URL)`);
@@ -130,7 +160,10 @@ export async function stackDown(
 }
 
 /** Reports whether each component answers, and where. */
-export async function stackStatus(env: Environment = loadEnvironment()): Promise<ComponentStatus[]> {
+export async function stackStatus(
+  env: Environment = loadEnvironment(),
+  temporal: StackTemporal = plainTemporal(env),
+): Promise<ComponentStatus[]> {
   const rows: ComponentStatus[] = [];
   try {
     const { rows: versions } = await getPool(env.DATABASE_URL).query<{ v: number }>(
@@ -150,14 +183,14 @@ export async function stackStatus(env: Environment = loadEnvironment()): Promise
       detail: (error as Error).message.slice(0, 80),
     });
   }
-  const temporalUp = await temporalAnswers(env.TEMPORAL_ADDRESS);
+  const temporalUp = await temporalAnswers(temporal);
   rows.push({
     component: 'temporal',
-    where: env.TEMPORAL_ADDRESS,
+    where: temporal.address,
     state: temporalUp ? 'up' : 'down',
-    detail: `namespace ${env.TEMPORAL_NAMESPACE}`,
+    detail: `namespace ${temporal.namespace}`,
   });
-  if (isLocalAddress(env.TEMPORAL_ADDRESS)) {
+  if (startable(temporal)) {
     const ui = `http://localhost:${env.TEMPORAL_UI_PORT}`;
     rows.push({ component: 'web ui', where: ui, state: (await httpAnswers(ui)) ? 'up' : 'down', detail: '' });
   }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { stopChild } from './processes.js';
 
 /** Where and how to run a local Temporal dev server. */
@@ -84,21 +84,24 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 }
 
 /**
- * Polls the frontend until it answers a real RPC. `failFast` lets the caller stop waiting as soon
- * as it knows the server died (it returns the message to throw).
+ * Polls the frontend until it answers a real RPC. `target`: its host:port, or the connection
+ * options (TLS, API key) to reach it with. `failFast` lets the caller stop waiting as soon as it
+ * knows the server died (it returns the message to throw).
  */
 export async function waitForFrontend(
-  address: string,
+  target: string | ConnectionOptions,
   timeoutMs: number,
   failFast: () => string | undefined = () => undefined,
 ): Promise<void> {
+  const options = typeof target === 'string' ? { address: target } : target;
+  const address = options.address;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
     const reason = failFast();
     if (reason) throw new Error(reason);
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      const connection = await Connection.connect({ ...options, connectTimeout: 1_000 });
       try {
         await connection.workflowService.getSystemInfo({});
         return;

@@ -1,5 +1,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { loadEnvironment } from '../schemas/environment.js';
+import { CONNECT_HINT, temporalTarget, type TemporalTarget } from '../services/temporal/connection.js';
 import { MockworldPlugin } from './plugin.js';
 
 /**
@@ -23,8 +24,9 @@ export const CPU_WORKER_TUNING = {
 
 /** Options of a CPU worker; each defaults to the environment. */
 export interface CpuWorkerOptions {
-  /** Temporal frontend host:port (used by runCpuWorker). */
+  /** Temporal frontend host:port (used by runCpuWorker); default: Temporal's environment configuration. */
   readonly address?: string;
+  /** Default: Temporal's environment configuration (TEMPORAL_NAMESPACE or the profile's). */
   readonly namespace?: string;
   readonly taskQueue?: string;
   readonly databaseUrl?: string;
@@ -47,15 +49,22 @@ export class TemporalUnreachableError extends Error {
 const gaveUp = (address: string) =>
   new TemporalUnreachableError(address, `gave up waiting for Temporal at ${address} (interrupted)`);
 
-/** Connects to Temporal, saying where and what to do when it cannot. */
-export async function connectWorker(address: string): Promise<NativeConnection> {
+/**
+ * Connects to Temporal, saying where and what to do when it cannot. `target`: a resolved target, or
+ * a host:port that overrides only the address of Temporal's environment configuration (TLS, API
+ * key and metadata still apply); default: the environment configuration as it is.
+ */
+export async function connectWorker(
+  target: string | TemporalTarget = temporalTarget(),
+): Promise<NativeConnection> {
+  const { address, connection, security } =
+    typeof target === 'string' ? temporalTarget({ address: target }) : target;
   try {
-    return await NativeConnection.connect({ address });
+    return await NativeConnection.connect(connection);
   } catch (error) {
     throw new TemporalUnreachableError(
       address,
-      `Temporal is not reachable at ${address} (${(error as Error).message}). ` +
-        'Run `mockworld stack up` for the local stack, or set TEMPORAL_ADDRESS to your cluster frontend.',
+      `Temporal is not reachable at ${address} (${security}; ${(error as Error).message}). ${CONNECT_HINT}`,
     );
   }
 }
@@ -66,9 +75,12 @@ export async function connectWorker(address: string): Promise<NativeConnection> 
  * restarting it. Says what it waits for at once, then once a minute.
  */
 export async function connectWorkerWhenUp(
-  address: string,
+  target: string | TemporalTarget = temporalTarget(),
   log: (line: string) => void = (line) => console.error(line),
 ): Promise<NativeConnection> {
+  // Resolved once, before waiting: a broken configuration fails at once instead of being waited on.
+  const resolved = typeof target === 'string' ? temporalTarget({ address: target }) : target;
+  const address = resolved.address;
   // The SDK's runtime takes over SIGINT/SIGTERM once created; give up waiting on them ourselves.
   let interrupted = false;
   let wake = () => {};
@@ -83,7 +95,7 @@ export async function connectWorkerWhenUp(
     let lastSaid = 0;
     for (let wait = 1_000; ; wait = Math.min(2 * wait, 10_000)) {
       try {
-        return await connectWorker(address);
+        return await connectWorker(resolved);
       } catch (error) {
         if (interrupted) throw gaveUp(address);
         if (lastSaid === 0 || Date.now() - lastSaid >= 60_000) {
@@ -112,7 +124,7 @@ export async function createCpuWorker(
   const env = loadEnvironment();
   return Worker.create({
     connection,
-    namespace: options.namespace ?? env.TEMPORAL_NAMESPACE,
+    namespace: options.namespace ?? temporalTarget().namespace,
     taskQueue: options.taskQueue ?? env.MOCKWORLD_TASK_QUEUE,
     plugins: [new MockworldPlugin({ databaseUrl: options.databaseUrl ?? env.DATABASE_URL })],
     ...CPU_WORKER_TUNING,
@@ -123,9 +135,10 @@ export async function createCpuWorker(
 
 /** Runs a CPU worker until SIGINT/SIGTERM (waiting for Temporal if it is not up yet), then drains and closes its connection. */
 export async function runCpuWorker(options: CpuWorkerOptions = {}): Promise<void> {
-  const connection = await connectWorkerWhenUp(options.address ?? loadEnvironment().TEMPORAL_ADDRESS);
+  const target = temporalTarget({ address: options.address, namespace: options.namespace });
+  const connection = await connectWorkerWhenUp(target);
   try {
-    await (await createCpuWorker(connection, options)).run();
+    await (await createCpuWorker(connection, { ...options, namespace: target.namespace })).run();
   } finally {
     await connection.close().catch(() => undefined);
   }

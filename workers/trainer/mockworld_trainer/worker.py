@@ -1,8 +1,9 @@
 """GPU trainer worker: ``python -m mockworld_trainer.worker``.
 
 Serves trainer.grpoStep, trainer.sftStep, trainer.saveCheckpoint and trainer.latestPolicy on the task
-queue MOCKWORLD_GPU_TASK_QUEUE (default mockworld-gpu) of TEMPORAL_ADDRESS (default 127.0.0.1:7233),
-namespace TEMPORAL_NAMESPACE (default default). Activities are synchronous torch code run on one
+queue MOCKWORLD_GPU_TASK_QUEUE (default mockworld-gpu) of the Temporal that Temporal's own environment
+configuration names (temporal_connection.py: TEMPORAL_ADDRESS, default 127.0.0.1:7233, TEMPORAL_NAMESPACE,
+TEMPORAL_API_KEY, TEMPORAL_TLS_*, a profile of TEMPORAL_CONFIG_FILE). Activities are synchronous torch code run on one
 thread, one at a time: a worker owns one device (MOCKWORLD_TRAINER_DEVICE, default cuda if present)
 and one run's weights in memory. Run one worker per GPU.
 """
@@ -23,47 +24,22 @@ from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from .activities import TrainerActivities  # noqa: E402
+from .temporal_connection import connect, connect_settings, describe  # noqa: E402
 from .trainer import Trainer  # noqa: E402
 
 log = logging.getLogger("mockworld.trainer")
 
+__all__ = ["build_worker", "connect", "connect_settings", "main", "run", "settings"]
+
 
 def settings() -> tuple[str, str, str]:
-    """(address, namespace, task queue) from the environment, with the TypeScript side's defaults."""
+    """(address, namespace, task queue) as this worker will use them."""
+    config = connect_settings()
     return (
-        os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-        os.environ.get("TEMPORAL_NAMESPACE", "default"),
+        config["target_host"],
+        config["namespace"],
         os.environ.get("MOCKWORLD_GPU_TASK_QUEUE", "mockworld-gpu"),
     )
-
-
-async def connect(address: str, namespace: str, wait_s: float | None = 0.0) -> Client:
-    """Connects to Temporal, trying again for ``wait_s`` seconds (None: as long as it takes, so a
-    worker started before the frontend serves once it is up). Says what it waits for at once, then
-    once a minute; when the time is spent, an unreachable server becomes a SystemExit that says what
-    to check."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    said_at: float | None = None
-    delay = 1.0
-    while True:
-        try:
-            return await asyncio.wait_for(Client.connect(address, namespace=namespace), timeout=15)
-        except (TimeoutError, Exception) as e:
-            message = (
-                f"mockworld trainer: cannot reach Temporal at {address} (namespace {namespace!r}): "
-                f"{type(e).__name__}: {e}\n"
-                "Start the local stack (`mockworld stack up` / `temporal server start-dev`) or set "
-                "TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE to a running server."
-            )
-            waited = loop.time() - started
-            if wait_s is not None and waited + delay > wait_s:
-                raise SystemExit(message) from None
-            if said_at is None or loop.time() - said_at >= 60:
-                log.warning("%s\nWaiting for it (%.0f s so far); Ctrl-C to give up.", message, waited)
-                said_at = loop.time()
-        await asyncio.sleep(delay)
-        delay = min(2 * delay, 10.0)
 
 
 def build_worker(
@@ -80,13 +56,13 @@ def build_worker(
 
 
 async def run() -> None:
-    address, namespace, task_queue = settings()
-    client = await connect(address, namespace, wait_s=None)
+    config = connect_settings()
+    task_queue = os.environ.get("MOCKWORLD_GPU_TASK_QUEUE", "mockworld-gpu")
+    client = await connect(config, wait_s=None)
     trainer = Trainer()
     log.info(
-        "trainer worker: %s namespace=%s queue=%s device=%s checkpoints=%s",
-        address,
-        namespace,
+        "trainer worker: %s queue=%s device=%s checkpoints=%s",
+        describe(config),
         task_queue,
         trainer.device,
         trainer.store.root,

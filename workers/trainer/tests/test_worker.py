@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_an_unreachable_temporal_exits_with_what_to_set():
     with pytest.raises(SystemExit) as info:
-        asyncio.run(connect("127.0.0.1:1", "default"))
+        asyncio.run(connect({"target_host": "127.0.0.1:1", "namespace": "default"}))
     message = str(info.value)
     assert "cannot reach Temporal at 127.0.0.1:1" in message and "TEMPORAL_ADDRESS" in message
 
@@ -39,7 +39,7 @@ def test_an_unreachable_temporal_is_waited_for_then_given_up_on_after_wait_s(cap
 async def _timed_connect(wait_s: float) -> float:
     started = asyncio.get_running_loop().time()
     with pytest.raises(SystemExit):
-        await connect("127.0.0.1:1", "default", wait_s=wait_s)
+        await connect({"target_host": "127.0.0.1:1", "namespace": "default"}, wait_s=wait_s)
     return asyncio.get_running_loop().time() - started
 
 
