@@ -34,7 +34,9 @@ export async function judgeResponse(
   models: ModelClient,
   input: { studyId: string; judge: ModelRole; question: StudyQuestion; response: string },
 ): Promise<Verdict> {
-  const { question, response } = input;
+  const { question } = input;
+  // Bounded here too (sampling and evaluation cut it before storing): the judge's prompt quotes it.
+  const response = cutWithMarker(input.response, BOUNDS.studyResponseBytes);
   const finalAnswer = extractFinalAnswer(response, question.options ?? [])?.text ?? null;
   const fast = exactMatch(question, question.answer, response);
   if (fast !== 'undecided')
