@@ -2,6 +2,7 @@ import { loadEnvironment } from '../schemas/environment.js';
 import { withLivenessHeartbeats } from './heartbeat.js';
 import { createModelClient } from './llm/index.js';
 import { createRunActivities } from './runs.js';
+import { createSandboxActivities } from './sandbox/index.js';
 import { createSmokeActivities } from './smoke.js';
 import { createStudyActivities } from './study/index.js';
 import { createSynthesisActivities } from './synthesis/index.js';
@@ -24,6 +25,7 @@ export function createActivities(
     ...createSynthesisActivities(deps.databaseUrl, models),
     ...createTrainingActivities(deps.databaseUrl, models),
     ...createStudyActivities(deps.databaseUrl, models),
+    ...createSandboxActivities(loadEnvironment().MOCKWORLD_SANDBOX_VENV),
   });
 }
 

@@ -14,7 +14,7 @@ export async function codecServer(values: { port?: string; host?: string; origin
     throw new UsageError(
       'mockworld codec-server needs MOCKWORLD_PAYLOAD_KEY, the key the workers encrypt with',
     );
-  const port = parsePort(values.port, 8888);
+  const port = parsePort(values.port, env.MOCKWORLD_CODEC_PORT);
   const uiOrigins = [`http://localhost:${env.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${env.TEMPORAL_UI_PORT}`];
   const allowedOrigins = values.origin?.length
     ? values.origin

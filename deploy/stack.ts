@@ -3,6 +3,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { getPool, redactUrl } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 import { embeddedModelUrl, loadEnvironment, type Environment } from '../schemas/environment.js';
+import { CODEC_COMPONENT, codecUp, localCodecEndpoint } from './codec-stack.js';
 import { ensureEmbeddedModel } from './embedded-model/fetch-model.js';
 import { nodeEntryArgs } from './paths.js';
 import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from './processes.js';
@@ -70,6 +71,7 @@ async function httpAnswers(url: string): Promise<boolean> {
  * Brings up everything a laptop run needs and is idempotent: PostgreSQL database + migrations,
  * a Temporal dev server with persistent state and the Web UI (unless TEMPORAL_ADDRESS already
  * answers), the search attributes, and the embedded model server unless MOCKWORLD_MODEL_URL is set.
+ * With MOCKWORLD_PAYLOAD_KEY set, also the codec server, and the UI starts with it as its codec endpoint.
  */
 export async function stackUp(
   log: (line: string) => void,
@@ -82,8 +84,15 @@ export async function stackUp(
   );
 
   const address = temporal.address;
+  // Encrypted payloads: the local UI decodes through the stack's codec server, set at its start.
+  const codec = startable(temporal) ? await codecUp(log, env) : undefined;
   if (await temporalAnswers(temporal)) {
     log(`temporal   ${address}  already running`);
+    if (codec)
+      log(
+        `           its UI decodes through ${codec} only if it was started with MOCKWORLD_PAYLOAD_KEY set; ` +
+          '`mockworld stack down && mockworld stack up` restarts it with the codec endpoint',
+      );
   } else if (startable(temporal)) {
     const cli = await ensureTemporalCli(log);
     const proc = managedProcess(env.MOCKWORLD_HOME, 'temporal');
@@ -91,6 +100,7 @@ export async function stackUp(
       cli,
       port: temporalPort(address),
       uiPort: env.TEMPORAL_UI_PORT,
+      uiCodecEndpoint: codec,
       dbFile: path.join(env.MOCKWORLD_HOME, 'temporal.db'),
       logFile: proc.logFile,
       detached: true,
@@ -153,7 +163,7 @@ export async function stackDown(
   log: (line: string) => void,
   env: Environment = loadEnvironment(),
 ): Promise<void> {
-  for (const name of [...TRAINER_COMPONENTS, 'embedded-model', 'temporal']) {
+  for (const name of [...TRAINER_COMPONENTS, 'embedded-model', CODEC_COMPONENT, 'temporal']) {
     const stopped = await stopManaged(managedProcess(env.MOCKWORLD_HOME, name));
     log(`${name.padEnd(15)} ${stopped ? 'stopped' : 'was not running'}`);
   }
@@ -193,6 +203,14 @@ export async function stackStatus(
   if (startable(temporal)) {
     const ui = `http://localhost:${env.TEMPORAL_UI_PORT}`;
     rows.push({ component: 'web ui', where: ui, state: (await httpAnswers(ui)) ? 'up' : 'down', detail: '' });
+    const codec = localCodecEndpoint(env);
+    if (codec)
+      rows.push({
+        component: 'codec',
+        where: codec,
+        state: (await httpAnswers(codec)) ? 'up' : 'down',
+        detail: 'decrypts payloads for the UI',
+      });
   }
   const modelUrl = env.MOCKWORLD_MODEL_URL ?? embeddedModelUrl(env);
   rows.push({

@@ -12,6 +12,8 @@ export interface DevServerOptions {
   readonly port: number;
   /** Web UI port; omitted = headless. */
   readonly uiPort?: number;
+  /** Remote codec endpoint the UI decodes payloads through (encrypted payloads); omitted = none. */
+  readonly uiCodecEndpoint?: string;
   /** SQLite file holding all server state; the same file after a restart = the same history. */
   readonly dbFile: string;
   /** Server log file (stdout and stderr). */
@@ -33,7 +35,9 @@ export interface DevServer {
  * warnings-only logs, and a web UI only when `uiPort` is given. One list for every dev server
  * mockworld starts.
  */
-export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' | 'dbFile'>): string[] {
+export function devServerArgs(
+  options: Pick<DevServerOptions, 'port' | 'uiPort' | 'dbFile' | 'uiCodecEndpoint'>,
+): string[] {
   const args = [
     'server',
     'start-dev',
@@ -55,6 +59,7 @@ export function devServerArgs(options: Pick<DevServerOptions, 'port' | 'uiPort' 
   ];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort), '--ui-disable-news-fetch');
   else args.push('--headless');
+  if (options.uiPort && options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   return args;
 }
 

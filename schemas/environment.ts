@@ -42,6 +42,13 @@ export const EnvironmentSchema = z.object({
     .describe(
       "Where a worker looks up a spec's relative data paths (personas, questions, templates) before mockworld's examples/; unset = its working directory.",
     ),
+  MOCKWORLD_SANDBOX_VENV: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "The venv the `python` tool's sandbox runs (deploy/sandbox-venv.sh makes it); unset = .venv-sandbox in mockworld's folder.",
+    ),
   MOCKWORLD_MODEL_URL: z
     .string()
     .optional()
@@ -96,6 +103,14 @@ export const EnvironmentSchema = z.object({
     .optional()
     .describe(
       'Set: the codec server answers only requests whose Authorization header is exactly this value.',
+    ),
+  MOCKWORLD_CODEC_PORT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(8888)
+    .describe(
+      'Port of the codec server (`mockworld codec-server`; `stack up` starts it with MOCKWORLD_PAYLOAD_KEY set).',
     ),
 });
 
