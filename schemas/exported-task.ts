@@ -5,6 +5,7 @@
  * which names each bad tool by its place in the line.
  */
 import { z } from 'zod';
+import { BOUNDS } from './bounds.js';
 import { RubricSchema } from './synthesis-records.js';
 
 /** The instruction: the prompt's last user message with text (the export's prompt ends with it). */
@@ -21,11 +22,11 @@ export const ExportedTaskSchema = z.object({
     .array(z.object({ role: z.string(), content: z.string().nullish() }).loose())
     .refine((prompt) => instructionOf(prompt) !== undefined, 'needs a user message (the instruction)')
     .refine(
-      (prompt) => (instructionOf(prompt)?.length ?? 0) <= 2_000,
-      'the instruction is over 2000 characters',
+      (prompt) => (instructionOf(prompt)?.length ?? 0) <= BOUNDS.instructionChars,
+      `the instruction is over ${BOUNDS.instructionChars} characters`,
     ),
   tools: z.array(z.unknown()).max(15),
-  hidden_context: z.string().trim().min(1).max(4_000),
+  hidden_context: z.string().trim().min(1).max(BOUNDS.hiddenContextChars),
   rubric: RubricSchema.extend({
     forbidden: z.array(RubricItem).max(8),
     subGoals: z.array(RubricItem).max(16),
