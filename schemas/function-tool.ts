@@ -1,12 +1,16 @@
 import { z } from 'zod';
 
+/** Function names OpenAI accepts (also what the embedded model's grammar lets a teacher write). */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const TOOL_NAME_RULE = 'must be 1-64 letters, digits, _ or -';
+
 /** An OpenAI function-calling tool spec (`tools[]` of a chat request). */
 export const FunctionToolSchema = z
   .object({
     type: z.literal('function'),
     function: z
       .object({
-        name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -'),
+        name: z.string().regex(TOOL_NAME_PATTERN, TOOL_NAME_RULE),
         description: z.string().min(1).max(2_000),
         parameters: z
           .object({

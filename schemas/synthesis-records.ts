@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BOUNDS } from './bounds.js';
+import { TOOL_NAME_PATTERN } from './function-tool.js';
 
 // LLM output contracts of the synthesis stages. Tools have the function-calling shape here, so
 // servers with guided decoding produce objects of that shape; names, `required` and the
@@ -10,7 +11,10 @@ import { BOUNDS } from './bounds.js';
 const DraftToolSchema = z.object({
   type: z.literal('function'),
   function: z.object({
-    name: z.string().min(1).max(64),
+    // The pattern goes to the model's JSON schema only: a constrained decoder (the embedded
+    // model's grammar, vLLM's) then writes only names the function-calling check accepts, while
+    // a server that ignores it gets that check's recorded reason (invalid_tools), as before.
+    name: z.string().min(1).max(64).meta({ pattern: TOOL_NAME_PATTERN.source }),
     description: z.string().min(1).max(600),
     parameters: z.object({
       type: z.literal('object'),

@@ -14,7 +14,7 @@ import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { TemplateChoice } from '../templates/templates.js';
 import { SynthesisStageError } from './errors.js';
 import { callStage } from './teacher-call.js';
-import { checkToolset } from './tool-validation.js';
+import { checkToolset, repairDuplicateNames, type ToolRepair } from './tool-validation.js';
 import { renderTranscript } from './transcript.js';
 
 /** What every stage activity gets: which task, and the spec settings it needs. */
@@ -55,6 +55,14 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     );
   }
 
+  /** Records a stage's tool-set repairs on the task's row, keyed by stage (a retry writes the same). */
+  async function recordRepairs(taskId: string, stage: TaskStage, repairs: readonly ToolRepair[]) {
+    await pool().query(
+      `UPDATE tasks SET tool_repairs = coalesce(tool_repairs, '{}'::jsonb) || jsonb_build_object($2::text, $3::jsonb) WHERE task_id = $1`,
+      [taskId, stage, JSON.stringify(repairs)],
+    );
+  }
+
   async function readTask(taskId: string) {
     const { rows } = await pool().query('SELECT * FROM tasks WHERE task_id = $1', [taskId]);
     if (!rows[0]) throw new SynthesisStageError(taskId, 'it does not exist; the toolset stage creates it');
@@ -87,20 +95,22 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       });
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
       const draft = answer.value;
+      const repaired = repairDuplicateNames(draft.tools);
+      await recordRepairs(input.taskId, 'toolset', repaired.repairs);
       await setStage(input.taskId, 'toolset', {
         scenario: draft.scenario,
         workflow: JSON.stringify(draft.workflow),
-        draft_tools: JSON.stringify(draft.tools),
+        draft_tools: JSON.stringify(repaired.tools),
         forbidden: JSON.stringify(draft.forbidden),
         request: draft.request,
       });
-      const check = checkToolset(draft.tools);
+      const check = checkToolset(repaired.tools);
       if (!check.ok)
         return { ok: false, reason: 'invalid_tools', detail: check.problems.join('; ').slice(0, 2_000) };
       return {
         ok: true,
         templateId: answer.templateId,
-        facts: { tools: check.tools.length, steps: draft.workflow.length },
+        facts: { tools: check.tools.length, steps: draft.workflow.length, repaired: repaired.repairs.length },
       };
     },
 
@@ -140,7 +150,9 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         seed: input.seed,
       });
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
-      const check = checkToolset(answer.value.tools);
+      const repaired = repairDuplicateNames(answer.value.tools);
+      await recordRepairs(input.taskId, 'refine', repaired.repairs);
+      const check = checkToolset(repaired.tools);
       if (!check.ok) {
         return {
           ok: false,
@@ -159,6 +171,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
           tools: check.tools.length,
           removed: answer.value.removed.length,
           distractors: answer.value.distractors.length,
+          repaired: repaired.repairs.length,
         },
       };
     },

@@ -66,3 +66,62 @@ function specBytes(tool: FunctionTool): number {
     return Number.POSITIVE_INFINITY; // RangeError: maximum call stack size
   }
 }
+
+/**
+ * A deterministic fix of a generated tool set that leaves its meaning unchanged, recorded with the
+ * task: an exact copy of an earlier tool dropped, or a tool renamed because an earlier, different
+ * tool had its name.
+ */
+export type ToolRepair =
+  | { readonly action: 'dropped_copy'; readonly index: number; readonly name: string }
+  | { readonly action: 'renamed'; readonly index: number; readonly name: string; readonly to: string };
+
+/**
+ * Repairs duplicate tool names before {@link checkToolset}: a tool identical to an earlier one is
+ * dropped; a different tool under a taken name gets the first free `<name>_2`, `<name>_3`, ...
+ * (cut to stay within 64 characters). Same input, same output. Candidates without a string name
+ * are left for the check to name.
+ */
+export function repairDuplicateNames(candidates: readonly unknown[]): {
+  readonly tools: unknown[];
+  readonly repairs: ToolRepair[];
+} {
+  const nameOf = (candidate: unknown): string | undefined => {
+    const name = (candidate as { function?: { name?: unknown } } | null)?.function?.name;
+    return typeof name === 'string' ? name : undefined;
+  };
+  const taken = new Set(candidates.map(nameOf).filter((n): n is string => n !== undefined));
+  const firstByName = new Map<string, string>();
+  const tools: unknown[] = [];
+  const repairs: ToolRepair[] = [];
+  candidates.forEach((candidate, index) => {
+    const name = nameOf(candidate);
+    const first = name === undefined ? undefined : firstByName.get(name);
+    if (name === undefined || first === undefined) {
+      if (name !== undefined) firstByName.set(name, canonicalJson(candidate));
+      tools.push(candidate);
+      return;
+    }
+    if (first === canonicalJson(candidate)) {
+      repairs.push({ action: 'dropped_copy', index, name });
+      return;
+    }
+    let to = name;
+    for (let n = 2; taken.has(to); n++) to = `${name.slice(0, 64 - `_${n}`.length)}_${n}`;
+    taken.add(to);
+    firstByName.set(to, canonicalJson(candidate));
+    const renamed = candidate as { function: Record<string, unknown> };
+    tools.push({ ...renamed, function: { ...renamed.function, name: to } });
+    repairs.push({ action: 'renamed', index, name, to });
+  });
+  return { tools, repairs };
+}
+
+/** JSON with object keys sorted, so two specs that differ only in key order count as copies. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
+}

@@ -12,14 +12,14 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatHistoryItem, GbnfJsonSchema } from 'node-llama-cpp';
 import { badRequest } from './errors.js';
-import { toGbnfJsonSchema, withDefs } from './json-schema-grammar.js';
+import { toGbnfJsonSchema, toGrammarSchema, withDefs, type GrammarSchema } from './json-schema-grammar.js';
 import type { ChatCompletionRequest, ChatMessage, Tool } from '../../schemas/openai-chat.js';
 
 /** How the answer of one request is constrained. */
 export type OutputMode =
   | { readonly kind: 'text' }
-  | { readonly kind: 'json'; readonly schema: GbnfJsonSchema | 'any' }
-  | { readonly kind: 'tools'; readonly schema: GbnfJsonSchema; readonly contentIsJson: boolean };
+  | { readonly kind: 'json'; readonly grammar: GrammarSchema | 'any' }
+  | { readonly kind: 'tools'; readonly grammar: GrammarSchema; readonly contentIsJson: boolean };
 
 /** What the model is asked for: history to complete and the constraint on its answer. */
 export interface ChatPlan {
@@ -44,12 +44,12 @@ export interface AssistantAnswer {
 /** Builds the history and output constraint of a validated request. */
 export function planChat(request: ChatCompletionRequest): ChatPlan {
   const format = request.response_format;
-  const contentSchema: GbnfJsonSchema | 'any' | undefined =
+  const contentSchema: GrammarSchema | 'any' | undefined =
     format?.type === 'json_object'
       ? 'any'
       : format?.type === 'json_schema'
         ? format.json_schema.schema
-          ? withDefs(...unpack(toGbnfJsonSchema(format.json_schema.schema)))
+          ? toGrammarSchema(format.json_schema.schema)
           : 'any'
         : undefined;
 
@@ -73,12 +73,12 @@ export function planChat(request: ChatCompletionRequest): ChatPlan {
       history,
       mode: {
         kind: 'tools',
-        schema: toolsSchema(offered, mustCall, contentSchema),
+        grammar: toolsSchema(offered, mustCall, contentSchema),
         contentIsJson: !!contentSchema,
       },
     };
   }
-  if (contentSchema !== undefined) return { history, mode: { kind: 'json', schema: contentSchema } };
+  if (contentSchema !== undefined) return { history, mode: { kind: 'json', grammar: contentSchema } };
   return { history, mode: { kind: 'text' } };
 }
 
@@ -107,17 +107,21 @@ export function toAnswer(mode: OutputMode, text: string, truncated: boolean): As
   return { content, finish_reason: 'stop' };
 }
 
-function unpack(t: { schema: GbnfJsonSchema; defs: Record<string, GbnfJsonSchema> }) {
-  return [t.schema, t.defs] as const;
-}
-
 /** The union every tools answer must match. */
-function toolsSchema(tools: readonly Tool[], mustCall: boolean, content: GbnfJsonSchema | 'any' | undefined) {
+function toolsSchema(
+  tools: readonly Tool[],
+  mustCall: boolean,
+  content: GrammarSchema | 'any' | undefined,
+): GrammarSchema {
   const defs: Record<string, GbnfJsonSchema> = {};
+  const terminals: Record<string, string> = {
+    ...(content === undefined || content === 'any' ? {} : content.terminals),
+  };
   const branches: GbnfJsonSchema[] = tools.map((tool, i) => {
     const parameters = tool.function.parameters ?? { type: 'object', properties: {} };
     const translated = toGbnfJsonSchema(parameters, { defPrefix: `t${i}_` });
     Object.assign(defs, translated.defs);
+    Object.assign(terminals, translated.terminals);
     return {
       type: 'object',
       properties: {
@@ -134,10 +138,10 @@ function toolsSchema(tools: readonly Tool[], mustCall: boolean, content: GbnfJso
         ? { type: 'string' }
         : content === 'any'
           ? { type: 'object', additionalProperties: true }
-          : content;
+          : content.schema;
     branches.push({ type: 'object', properties: { content: value } } as GbnfJsonSchema);
   }
-  return withDefs({ oneOf: branches }, defs);
+  return { schema: withDefs({ oneOf: branches }, defs), terminals };
 }
 
 function toolInstructions(tools: readonly Tool[], mustCall: boolean, jsonContent: boolean): string {

@@ -9,7 +9,6 @@ import {
   getLlama,
   LlamaChat,
   LlamaLogLevel,
-  type GbnfJsonSchema,
   type Llama,
   type LlamaContext,
   type LlamaContextSequence,
@@ -21,6 +20,7 @@ import {
 import { EMBEDDED_MODEL, ensureEmbeddedModel } from '../../deploy/embedded-model/fetch-model.js';
 import { planChat, toAnswer, type AssistantAnswer, type OutputMode } from './chat-prompt.js';
 import { ApiError, badRequest } from './errors.js';
+import { createSchemaGrammar } from './schema-grammar.js';
 import type { ChatCompletionRequest, EmbeddingRequest } from '../../schemas/openai-chat.js';
 
 /** Options of {@link EmbeddedModel.load}. */
@@ -265,14 +265,12 @@ export class EmbeddedModel {
 
   private grammarFor(mode: OutputMode): Promise<LlamaGrammar> | undefined {
     if (mode.kind === 'text') return undefined;
-    const schema: GbnfJsonSchema | 'any' = mode.schema;
-    const key = schema === 'any' ? 'any' : JSON.stringify(schema);
+    const spec = mode.grammar;
+    const key = spec === 'any' ? 'any' : JSON.stringify(spec);
     let grammar = this.grammars.get(key);
     if (!grammar) {
       grammar = (
-        schema === 'any'
-          ? this.llama.getGrammarFor('json')
-          : this.llama.createGrammarForJsonSchema<GbnfJsonSchema, Record<string, GbnfJsonSchema>>(schema)
+        spec === 'any' ? this.llama.getGrammarFor('json') : createSchemaGrammar(this.llama, spec)
       ).catch((error: Error) => {
         this.grammars.delete(key);
         throw badRequest(`Cannot build a grammar for this JSON Schema: ${error.message}`, 'response_format');

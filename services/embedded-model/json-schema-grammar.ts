@@ -1,15 +1,21 @@
 /**
  * Translates a client's JSON Schema (OpenAI `response_format` / tool `parameters`, zod's
- * `z.toJSONSchema` output) into the subset node-llama-cpp compiles to a GBNF grammar.
+ * `z.toJSONSchema` output) into the subset node-llama-cpp compiles to a GBNF grammar, plus GBNF
+ * terminals of our own for what that subset lacks: a string's `pattern` (regex-grammar.ts) and
+ * integer bounds (a small range as an enum, a non-negative or positive integer as digits).
  *
  * Every JSON the grammar admits is valid for the translated keywords; keywords the grammar cannot
- * express are dropped, so the output may still break them: numeric bounds (`minimum`, `maximum`,
- * `multipleOf`), string `pattern` and formats other than date, time and date-time, `not`,
- * `uniqueItems`, conditionals. Optional properties are always emitted (node-llama-cpp makes every
- * listed property required), which is valid for the schema. A sub-schema that says nothing the
- * grammar understands (`{}`, `true`) admits any JSON value, never only `null`.
+ * express are dropped, so the output may still break them (the caller validates after decoding):
+ * number bounds other than the integer ones above, `multipleOf`, patterns outside the regex
+ * subset, formats other than date, time and date-time, `not`, `uniqueItems`, conditionals.
+ * llama.cpp refuses repetitions of more than {@link MAX_GRAMMAR_REPETITION}: a larger `maxLength`
+ * or `maxItems` is lowered to it (the grammar then admits fewer values, all valid), a larger
+ * minimum is dropped. Optional properties are always emitted (node-llama-cpp makes every listed
+ * property required), which is valid for the schema. A sub-schema that says nothing the grammar
+ * understands (`{}`, `true`) admits any JSON value, never only `null`.
  */
 import type { GbnfJsonSchema } from 'node-llama-cpp';
+import { JSON_STRING_CHAR_RULE, MAX_GRAMMAR_REPETITION, patternToGbnf } from './regex-grammar.js';
 
 type Json = Record<string, unknown>;
 
@@ -35,7 +41,17 @@ export interface GbnfTranslationOptions {
 export interface GbnfTranslation {
   readonly schema: GbnfJsonSchema;
   readonly defs: Record<string, GbnfJsonSchema>;
+  /**
+   * GBNF of our own, keyed by the placeholder string that stands for it in `schema` (a `const`):
+   * {@link insertTerminals} replaces each placeholder in node-llama-cpp's grammar by its rule.
+   */
+  readonly terminals: Record<string, string>;
 }
+
+/** Name of the "one JSON string character" rule that terminals use. */
+const CHAR_RULE = 'mw-string-char';
+/** Placeholders: a `const` string no model output or schema contains. */
+const PLACEHOLDER = /"\\"(__mw_terminal_[A-Za-z0-9_]+__)\\""/g;
 
 /**
  * Translates one schema. `$defs`/`definitions` anywhere in it and `$ref: '#'` (zod's recursive
@@ -44,10 +60,39 @@ export interface GbnfTranslation {
 export function toGbnfJsonSchema(schema: unknown, options: GbnfTranslationOptions = {}): GbnfTranslation {
   const prefix = options.defPrefix ?? '';
   const defs: Record<string, GbnfJsonSchema> = {};
-  const translator = new Translator(prefix, defs);
+  const terminals: Record<string, string> = {};
+  const translator = new Translator(prefix, defs, terminals);
   const root = translator.translate(schema);
   if (translator.usesRoot) defs[`${prefix}__root`] = root;
-  return { schema: root, defs };
+  return { schema: root, defs, terminals };
+}
+
+/**
+ * node-llama-cpp's GBNF for a translated schema with each terminal placeholder replaced by its
+ * rule; the text is unchanged when there are none.
+ */
+export function insertTerminals(grammar: string, terminals: Record<string, string>): string {
+  const names = Object.keys(terminals);
+  if (names.length === 0) return grammar;
+  const ruleOf = new Map(names.map((placeholder, i) => [placeholder, `mw-terminal-${i}`]));
+  const replaced = grammar.replace(
+    PLACEHOLDER,
+    (whole, placeholder: string) => ruleOf.get(placeholder) ?? whole,
+  );
+  const rules = names.map((placeholder) => `${ruleOf.get(placeholder)} ::= ${terminals[placeholder]}`);
+  return [replaced.trimEnd(), `${CHAR_RULE} ::= ${JSON_STRING_CHAR_RULE}`, ...rules, ''].join('\n');
+}
+
+/** What a grammar is compiled from: a schema node-llama-cpp reads, and our terminals in it. */
+export interface GrammarSchema {
+  readonly schema: GbnfJsonSchema;
+  readonly terminals: Record<string, string>;
+}
+
+/** Translates a whole schema ready to compile: its definitions attached to its root. */
+export function toGrammarSchema(schema: unknown): GrammarSchema {
+  const translated = toGbnfJsonSchema(schema);
+  return { schema: withDefs(translated.schema, translated.defs), terminals: translated.terminals };
 }
 
 /** Attaches definitions to a root schema (node-llama-cpp reads `$defs` on `oneOf` schemas). */
@@ -63,7 +108,16 @@ class Translator {
   constructor(
     private readonly prefix: string,
     private readonly defs: Record<string, GbnfJsonSchema>,
+    private readonly terminals: Record<string, string>,
   ) {}
+
+  /** A schema that stands for `gbnf` until {@link insertTerminals} puts it in. */
+  private terminal(gbnf: string): GbnfJsonSchema {
+    const safePrefix = this.prefix.replace(/[^A-Za-z0-9_]/g, '_');
+    const placeholder = `__mw_terminal_${safePrefix}${Object.keys(this.terminals).length}__`;
+    this.terminals[placeholder] = gbnf;
+    return { const: placeholder };
+  }
 
   translate(input: unknown): GbnfJsonSchema {
     if (input === null || typeof input !== 'object' || Array.isArray(input)) return ANY_JSON;
@@ -88,7 +142,8 @@ class Translator {
     const type = s.type ?? inferType(s);
     if (Array.isArray(type)) {
       const types = type.filter((t): t is string => typeof t === 'string');
-      if (types.length > 0 && types.every((t) => PRIMITIVES.has(t) && t !== 'string')) {
+      const simple = (t: string) => PRIMITIVES.has(t) && t !== 'string' && (t !== 'integer' || !hasBounds(s));
+      if (types.length > 0 && types.every(simple)) {
         return { type: types as ('number' | 'integer' | 'boolean' | 'null')[] };
       }
       return { oneOf: types.map((t) => this.translate({ ...s, type: t })) };
@@ -99,12 +154,13 @@ class Translator {
       case 'array':
         return this.array(s);
       case 'string':
-        return string(s);
-      case 'number':
+        return this.string(s);
       case 'integer':
+        return this.integer(s);
+      case 'number':
       case 'boolean':
       case 'null':
-        return { type: type as 'number' | 'integer' | 'boolean' | 'null' };
+        return { type: type as 'number' | 'boolean' | 'null' };
       default:
         return ANY_JSON;
     }
@@ -146,8 +202,7 @@ class Translator {
     return {
       type: 'object',
       additionalProperties: additional,
-      ...(typeof s.minProperties === 'number' ? { minProperties: s.minProperties } : {}),
-      ...(typeof s.maxProperties === 'number' ? { maxProperties: s.maxProperties } : {}),
+      ...repetitionBounds(s.minProperties, s.maxProperties, 'minProperties', 'maxProperties'),
     } as GbnfJsonSchema;
   }
 
@@ -158,25 +213,73 @@ class Translator {
       type: 'array',
       ...(tuple ? { prefixItems: tuple.map((t) => this.translate(t)) } : {}),
       ...(items !== undefined && items !== false ? { items: this.translate(items) } : {}),
-      ...(typeof s.minItems === 'number' ? { minItems: s.minItems } : {}),
-      ...(typeof s.maxItems === 'number'
-        ? { maxItems: s.maxItems }
-        : tuple && items === false
-          ? { maxItems: tuple.length }
-          : {}),
+      ...repetitionBounds(
+        s.minItems,
+        typeof s.maxItems === 'number' ? s.maxItems : tuple && items === false ? tuple.length : undefined,
+        'minItems',
+        'maxItems',
+      ),
     } as GbnfJsonSchema;
+  }
+
+  private string(s: Json): GbnfJsonSchema {
+    if (typeof s.format === 'string' && FORMATS.has(s.format)) {
+      return { type: 'string', format: s.format as 'date-time' | 'time' | 'date' };
+    }
+    // A pattern decides more than the lengths do (a tool name's pattern holds its length too).
+    const pattern = typeof s.pattern === 'string' ? patternToGbnf(s.pattern, CHAR_RULE) : undefined;
+    if (pattern !== undefined) return this.terminal(pattern);
+    return { type: 'string', ...repetitionBounds(s.minLength, s.maxLength, 'minLength', 'maxLength') };
+  }
+
+  /**
+   * An integer with its bounds where the grammar can hold them: a range of at most
+   * {@link MAX_ENUM_RANGE} values as an enum, a lower bound of 0 or 1 as digits without a sign.
+   */
+  private integer(s: Json): GbnfJsonSchema {
+    const min = lowerBound(s);
+    const max = upperBound(s);
+    if (min !== undefined && max !== undefined && max >= min && max - min < MAX_ENUM_RANGE) {
+      return { enum: Array.from({ length: max - min + 1 }, (_, i) => min + i) };
+    }
+    if (min === 0) return this.terminal(`"0" | [1-9] [0-9]{0,15}`);
+    if (min === 1) return this.terminal(`[1-9] [0-9]{0,15}`);
+    return { type: 'integer' };
   }
 }
 
-function string(s: Json): GbnfJsonSchema {
-  if (typeof s.format === 'string' && FORMATS.has(s.format)) {
-    return { type: 'string', format: s.format as 'date-time' | 'time' | 'date' };
-  }
-  return {
-    type: 'string',
-    ...(typeof s.minLength === 'number' ? { minLength: s.minLength } : {}),
-    ...(typeof s.maxLength === 'number' ? { maxLength: s.maxLength } : {}),
-  };
+function hasBounds(s: Json): boolean {
+  return ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].some((k) => typeof s[k] === 'number');
+}
+
+/** Integer ranges up to this many values become enums. */
+const MAX_ENUM_RANGE = 256;
+
+function lowerBound(s: Json): number | undefined {
+  if (typeof s.exclusiveMinimum === 'number') return Math.floor(s.exclusiveMinimum) + 1;
+  return typeof s.minimum === 'number' ? Math.ceil(s.minimum) : undefined;
+}
+
+function upperBound(s: Json): number | undefined {
+  if (typeof s.exclusiveMaximum === 'number') return Math.ceil(s.exclusiveMaximum) - 1;
+  return typeof s.maximum === 'number' ? Math.floor(s.maximum) : undefined;
+}
+
+/**
+ * Length or count bounds llama.cpp accepts: a maximum over {@link MAX_GRAMMAR_REPETITION} is
+ * lowered to it (fewer values, all valid), a minimum over it is dropped (validation decides).
+ */
+function repetitionBounds<Min extends string, Max extends string>(
+  min: unknown,
+  max: unknown,
+  minKey: Min,
+  maxKey: Max,
+): Partial<Record<Min | Max, number>> {
+  const bounds: Partial<Record<Min | Max, number>> = {};
+  const lower = typeof min === 'number' && min > 0 && min <= MAX_GRAMMAR_REPETITION ? min : undefined;
+  if (lower !== undefined) bounds[minKey] = lower;
+  if (typeof max === 'number' && max >= (lower ?? 0)) bounds[maxKey] = Math.min(max, MAX_GRAMMAR_REPETITION);
+  return bounds;
 }
 
 /** A type implied by the keywords present, for schemas that omit `type`. */

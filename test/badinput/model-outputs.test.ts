@@ -559,13 +559,17 @@ describe('hostile model outputs', () => {
       const outcome = await stages().synthesizeToolset(await stageInput(1, 'A clerk.'));
       expect(outcome).toMatchObject({ ok: false, reason: 'invalid_tools' });
       const detail = outcome.ok === false ? outcome.detail : '';
-      for (const problem of [
-        'tools[0].function.name',
-        '"ask_user" is reserved',
-        'duplicate tool name "fine_tool"',
-        'required "ghost"',
-      ])
+      for (const problem of ['tools[0].function.name', '"ask_user" is reserved', 'required "ghost"'])
         expect(detail).toContain(problem);
+      // The exact copy of fine_tool is no problem: it is dropped, and the repair recorded.
+      expect(detail).not.toContain('duplicate tool name');
+      const [repaired] = await query<{ tool_repairs: unknown }>(
+        db.url,
+        `SELECT tool_repairs FROM tasks WHERE task_id = 'stage-run-task-1'`,
+      );
+      expect(repaired!.tool_repairs).toEqual({
+        toolset: [{ action: 'dropped_copy', index: 3, name: 'fine_tool' }],
+      });
       const [task] = await query<{
         scenario: string;
         request: string;

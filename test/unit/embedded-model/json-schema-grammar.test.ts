@@ -1,24 +1,19 @@
-import { getLlama, LlamaLogLevel, type GbnfJsonSchema, type Llama } from 'node-llama-cpp';
+import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { planChat, toAnswer } from '../../../services/embedded-model/chat-prompt.js';
-import { toGbnfJsonSchema, withDefs } from '../../../services/embedded-model/json-schema-grammar.js';
+import { toGrammarSchema } from '../../../services/embedded-model/json-schema-grammar.js';
+import { createSchemaGrammar } from '../../../services/embedded-model/schema-grammar.js';
 import { ChatCompletionRequestSchema } from '../../../schemas/openai-chat.js';
 
-/** Compiles a translated schema and returns a checker that says whether a JSON text matches the grammar. */
+/**
+ * Compiles a translated schema as the server does and returns a checker that says whether a
+ * value's JSON text is a complete match of the grammar (which ends with four newlines).
+ */
 async function compile(llama: Llama, schema: unknown) {
-  const { schema: root, defs } = toGbnfJsonSchema(schema);
-  const grammar = await llama.createGrammarForJsonSchema<GbnfJsonSchema, Record<string, GbnfJsonSchema>>(
-    withDefs(root, defs),
-  );
-  return (value: unknown) => {
-    try {
-      grammar.parse(JSON.stringify(value));
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const grammar = await createSchemaGrammar(llama, toGrammarSchema(schema));
+  const test = grammar as unknown as { _testText(text: string): boolean };
+  return (value: unknown) => test._testText(`${JSON.stringify(value)}\n\n\n\n`);
 }
 
 describe('JSON Schema to grammar translation', () => {
