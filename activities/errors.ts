@@ -10,6 +10,7 @@
 import { nonRetryableTypes, type ErrorClass } from './error-class.js';
 import { LLM_ERRORS } from './llm/errors.js';
 import { REWARD_ERRORS } from './reward/errors.js';
+import { SANDBOX_ERRORS } from './sandbox/errors.js';
 import { STORE_ERRORS } from './store/errors.js';
 import { STUDY_ERRORS } from './study/errors.js';
 import { SYNTHESIS_ERRORS } from './synthesis/errors.js';
@@ -47,6 +48,7 @@ export const ACTIVITY_ERRORS = [
   ...STUDY_ERRORS,
   ...TEMPLATE_ERRORS,
   ...STORE_ERRORS,
+  ...SANDBOX_ERRORS,
 ] as const satisfies readonly ErrorClass[];
 
 /**

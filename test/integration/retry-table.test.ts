@@ -16,6 +16,7 @@ import {
   StructuredOutputRejectedError,
 } from '../../activities/llm/errors.js';
 import { EpisodeNotGradableError, UngradableRubricError } from '../../activities/reward/errors.js';
+import { SandboxRequestError, SandboxUnavailableError } from '../../activities/sandbox/errors.js';
 import {
   DatabaseNameError,
   DatabaseUnreachableError,
@@ -151,6 +152,11 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
   },
   [DatabaseNameError.type]: { retried: false, make: () => new DatabaseNameError('bad name') },
   [RowVanishedError.type]: { retried: true, make: () => new RowVanishedError('llm_calls', 'key-1') },
+  [SandboxUnavailableError.type]: {
+    retried: false,
+    make: () => new SandboxUnavailableError('bubblewrap cannot create a user namespace'),
+  },
+  [SandboxRequestError.type]: { retried: false, make: () => new SandboxRequestError('code over 64 KiB') },
   RangeError: { retried: true, make: () => new RangeError('Maximum call stack size exceeded') },
   RuntimeError: {
     retried: true,

@@ -33,6 +33,7 @@ const PURE_FOR_WORKFLOWS = new Set([
   'activities/study/errors.ts',
   'activities/templates/errors.ts',
   'activities/store/errors.ts',
+  'activities/sandbox/errors.ts',
 ]);
 
 /** Product files may exceed this only with a reason at their top. */
