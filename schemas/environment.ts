@@ -104,6 +104,27 @@ export const EnvironmentSchema = z.object({
     .describe(
       'Set: the codec server answers only requests whose Authorization header is exactly this value.',
     ),
+  MOCKWORLD_BUILD_ID: z
+    .string()
+    .trim()
+    .min(1)
+    .optional()
+    .describe(
+      'Set: the CPU worker runs with Worker Versioning as this build of MOCKWORLD_DEPLOYMENT_NAME; runs stay on the build that started them (PINNED).',
+    ),
+  MOCKWORLD_DEPLOYMENT_NAME: z
+    .string()
+    .trim()
+    .min(1)
+    .default('mockworld')
+    .describe('Worker Deployment the CPU workers belong to (with MOCKWORLD_BUILD_ID).'),
+  MOCKWORLD_METRICS_ADDRESS: z
+    .string()
+    .regex(/^[^\s:]+:\d+$/, 'must be host:port, e.g. 0.0.0.0:9464')
+    .optional()
+    .describe(
+      "Set: the worker serves its Temporal SDK metrics for Prometheus at http://<this>/metrics (also the containers' probe).",
+    ),
   MOCKWORLD_CODEC_PORT: z.coerce
     .number()
     .int()

@@ -1,6 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { loadEnvironment } from '../schemas/environment.js';
 import { CONNECT_HINT, temporalTarget, type TemporalTarget } from '../services/temporal/connection.js';
+import { installMetricsRuntime, workerDeploymentOptions } from './deployment.js';
 import { MockworldPlugin } from './plugin.js';
 
 /**
@@ -122,8 +123,10 @@ export async function createCpuWorker(
   options: CpuWorkerOptions = {},
 ): Promise<Worker> {
   const env = loadEnvironment();
+  const deployment = workerDeploymentOptions(env);
   return Worker.create({
     connection,
+    ...(deployment ? { workerDeploymentOptions: deployment } : {}),
     namespace: options.namespace ?? temporalTarget().namespace,
     taskQueue: options.taskQueue ?? env.MOCKWORLD_TASK_QUEUE,
     plugins: [new MockworldPlugin({ databaseUrl: options.databaseUrl ?? env.DATABASE_URL })],
@@ -135,6 +138,7 @@ export async function createCpuWorker(
 
 /** Runs a CPU worker until SIGINT/SIGTERM (waiting for Temporal if it is not up yet), then drains and closes its connection. */
 export async function runCpuWorker(options: CpuWorkerOptions = {}): Promise<void> {
+  installMetricsRuntime(loadEnvironment());
   const target = temporalTarget({ address: options.address, namespace: options.namespace });
   const connection = await connectWorkerWhenUp(target);
   try {

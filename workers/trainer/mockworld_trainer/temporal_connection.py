@@ -18,6 +18,7 @@ from typing import Any
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 log = logging.getLogger("mockworld.trainer")
 
@@ -40,6 +41,15 @@ def connect_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     config.setdefault("target_host", DEFAULT_ADDRESS)
     config.setdefault("namespace", DEFAULT_NAMESPACE)
     return config
+
+
+def with_metrics(config: dict[str, Any], address: str | None) -> dict[str, Any]:
+    """``config`` with an SDK runtime that serves Prometheus metrics at ``http://<address>/metrics``
+    (MOCKWORLD_METRICS_ADDRESS: the scrape target and the container probe), or unchanged without one."""
+    if not address:
+        return config
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+    return {**config, "runtime": runtime}
 
 
 def describe(config: Mapping[str, Any]) -> str:

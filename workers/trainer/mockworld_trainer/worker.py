@@ -24,12 +24,12 @@ from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from .activities import TrainerActivities  # noqa: E402
-from .temporal_connection import connect, connect_settings, describe  # noqa: E402
+from .temporal_connection import connect, connect_settings, describe, with_metrics  # noqa: E402
 from .trainer import Trainer  # noqa: E402
 
 log = logging.getLogger("mockworld.trainer")
 
-__all__ = ["build_worker", "connect", "connect_settings", "main", "run", "settings"]
+__all__ = ["build_worker", "connect", "connect_settings", "main", "run", "settings", "with_metrics"]
 
 
 def settings() -> tuple[str, str, str]:
@@ -56,7 +56,7 @@ def build_worker(
 
 
 async def run() -> None:
-    config = connect_settings()
+    config = with_metrics(connect_settings(), os.environ.get("MOCKWORLD_METRICS_ADDRESS"))
     task_queue = os.environ.get("MOCKWORLD_GPU_TASK_QUEUE", "mockworld-gpu")
     client = await connect(config, wait_s=None)
     trainer = Trainer()

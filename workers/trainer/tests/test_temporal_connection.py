@@ -64,3 +64,20 @@ def test_a_missing_profile_or_certificate_exits_naming_what_to_check(tmp_path):
         connect_settings({"TEMPORAL_CONFIG_FILE": str(toml), "TEMPORAL_PROFILE": "nope"})
     with pytest.raises(SystemExit, match="TEMPORAL_TLS_"):
         connect_settings({**NO_FILE, "TEMPORAL_TLS_CLIENT_CERT_PATH": str(tmp_path / "absent.pem")})
+
+
+def test_a_metrics_address_adds_a_runtime_serving_prometheus():
+    import socket
+    import urllib.request
+
+    from mockworld_trainer.temporal_connection import with_metrics
+
+    config = connect_settings(NO_FILE)
+    assert with_metrics(config, None) is config
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with_runtime = with_metrics(config, f"127.0.0.1:{port}")
+    assert with_runtime["runtime"] is not None and with_runtime["target_host"] == config["target_host"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        assert response.status == 200
