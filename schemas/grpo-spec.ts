@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
+import { PolicyServingSchema } from './policy-serving.js';
 import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
@@ -59,7 +60,21 @@ export const GrpoSpecSchema = z
         endpoint: ModelEndpointSchema.describe(
           'OpenAI-compatible server that serves the latest weights of this run.',
         ),
-        sampling: PolicySamplingSchema.default({ temperature: 1, topP: 1, maxTokens: 1024 }),
+        sampling: PolicySamplingSchema.refine((sampling) => sampling.temperature > 0, {
+          path: ['temperature'],
+          message:
+            'must be > 0: a greedy policy rolls out n identical answers (no advantage), and the trainer ' +
+            'scores log-probs at this temperature',
+        })
+          .default({ temperature: 1, topP: 1, maxTokens: 1024 })
+          .describe(
+            "The rollouts' sampling; the trainer scores pi_old and pi_theta at its temperature and topP " +
+              '(the distribution the rollouts were drawn from).',
+          ),
+        serving: PolicyServingSchema.optional().describe(
+          'The engine and replicas rollouts are sampled from, synced after every step and checked ' +
+            'before the next rollouts; unset: policy.endpoint as is (the built-in policy server reloads by itself).',
+        ),
       })
       .strict(),
     judge: ModelRoleSchema.default({ sampling: { temperature: 0, topP: 1, maxTokens: 1024 } }),

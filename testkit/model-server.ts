@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mulberry32 } from '../activities/training/sampling.js';
+import { createEngineDouble, type EngineDouble, type EngineKind } from './serving-engine.js';
 
 /**
  * A local OpenAI-compatible model server for tests and benchmarks: the only test double of the
@@ -13,7 +14,8 @@ import { mulberry32 } from '../activities/training/sampling.js';
  * `role: <name>` in the first system message (e.g. "You are the teacher.\nrole: teacher").
  * Requests without any of these have no role (`undefined`).
  *
- * Endpoints: POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models.
+ * Endpoints: POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models; with `engine`, also
+ * the admin API of vLLM or SGLang that weight sync uses (serving-engine.ts).
  */
 
 /** The parts of a chat request a script looks at. */
@@ -164,6 +166,11 @@ export interface ModelServerOptions {
   readonly logDeliveries?: boolean;
 }
 
+  /**
+   * Play a serving engine's admin API (serving-engine.ts): `models[0]` is its base model, loaded
+   * adapters are listed and served by name, a chat for a model it does not serve is a 404.
+   */
+  readonly engine?: EngineKind;
 /** Counters since start or the last `resetStats()`. */
 export interface ModelServerStats {
   /** Chat requests received, faulted ones included. */
@@ -219,6 +226,8 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
+  /** The serving engine's admin API and state, when started with `engine`. */
+  readonly engine: EngineDouble | undefined;
 /** Starts a server on 127.0.0.1 at a free port. */
 export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
   let script = options.script;
@@ -236,6 +245,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let sequence = 0;
 
   const server = http.createServer((req, res) => {
+  const engine = options.engine ? createEngineDouble(options.engine, models[0] ?? 'mock-model') : undefined;
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(error), type: 'server_error' } });
       else res.destroy();
@@ -247,17 +257,28 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     if (req.method === 'GET' && path === '/v1/models') {
       sendJson(res, 200, {
         object: 'list',
-        data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'mockworld-test' })),
+        data: (engine ? engine.servedModels() : models).map((id) => ({
+          id,
+          object: 'model',
+          created: 0,
+          owned_by: 'mockworld-test',
+        })),
       });
       return;
     }
     if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/embeddings')) {
       sendJson(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } });
+    // The body is read once: the admin API and the chat route below share it.
+    const text = req.method === 'POST' ? await readBody(req) : '';
+    if (engine) {
+      const admin = engine.handle(req.method ?? 'GET', req.url ?? '/', parseJson(text));
+      if (admin) return sendJson(res, admin.status, admin.body);
+    }
       return;
     }
     let body: unknown;
     try {
-      body = JSON.parse(await readBody(req));
+      body = JSON.parse(text);
     } catch {
       sendJson(res, 400, { error: { message: 'request body is not JSON', type: 'invalid_request_error' } });
       return;
@@ -265,6 +286,11 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     if (path === '/v1/embeddings') return embeddings(body as EmbeddingBody, res);
     return chat(body as ChatRequestBody, req, res);
   }
+    const servable = engine?.canServe(String((body as ChatRequestBody).model));
+    if (servable && !servable.ok) {
+      sendJson(res, servable.status, { error: { message: servable.message, type: 'NotFoundError' } });
+      return;
+    }
 
   async function chat(
     body: ChatRequestBody,
@@ -463,6 +489,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     pendingFaults: () => queued.length,
     resetStats: () => {
       const inFlight = stats.inFlight;
+    engine,
       Object.assign(stats, freshStats(), { inFlight, maxInFlight: inFlight });
       requests.length = 0;
       deliveries.length = 0;
@@ -615,6 +642,14 @@ export function canonicalHash(value: unknown): string {
 
 function readBody(req: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));

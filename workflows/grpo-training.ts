@@ -9,6 +9,7 @@ import { GrpoGroup } from './grpo-group.js';
 import { RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { trainerActivities } from './trainer.js';
+import { groupPolicy, syncServedPolicy } from './policy-serving.js';
 import { endRunOnError } from './run-end.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
@@ -76,6 +77,13 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   let { iteration, policyStep, latestMetrics } = progress;
   let stopping = false;
   let taskStatus: Record<string, string> = {};
+  // With policy.serving, the replicas are synced (and checked) before this run's first rollouts:
+  // after continue-as-new or a restart they may serve an older step than the one the run is at.
+  let served = undefined as Awaited<ReturnType<typeof syncServedPolicy>> | undefined;
+  if (spec.policy.serving) {
+    const latest = await trainer['trainer.latestPolicy']({ run_id: runId });
+    served = await syncServedPolicy(runId, spec.policy, latest.step, { modelPath: latest.model_path });
+  }
   setHandler(stopSignal, () => void (stopping = true), { description: stopSignal.description });
   setHandler(latestMetricsQuery, () => latestMetrics, { description: latestMetricsQuery.description });
   setHandler(iterationTasksQuery, () => taskStatus, { description: iterationTasksQuery.description });
@@ -93,11 +101,19 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   /** One judged episode per held-out task from the policy just trained (never trained on). */
   const evaluateHeldOut = async (taskIds: readonly string[], policyVersion: string) => {
     control.progress(iteration, `iteration ${iteration + 1}: held-out evaluation`);
-    await mapBounded(taskIds, spec.rolloutConcurrency, (taskId) =>
+    await mapBounded(taskIds, spec.rolloutConcurrency, (taskId, index) =>
       executeChild(GrpoGroup, {
         workflowId: `${runId}-eval${iteration}-${taskId}`,
         args: [
-          { runId, iteration, taskId, policyVersion, purpose: 'evaluation', rollouts: 1, spec: groupSpec },
+          {
+            runId,
+            iteration,
+            taskId,
+            policyVersion,
+            purpose: 'evaluation',
+            rollouts: 1,
+            spec: served ? { ...groupSpec, policy: groupPolicy(spec.policy, served, index) } : groupSpec,
+          },
         ],
       }),
     );
@@ -121,7 +137,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
       const plan = await activities.planIteration(planInput(spec, runId, iteration));
       const policyVersion = `step-${policyStep}`;
       taskStatus = Object.fromEntries(plan.taskIds.map((id) => [id, 'queued']));
-      const groups = await mapBounded(plan.taskIds, spec.rolloutConcurrency, async (taskId) => {
+      const groups = await mapBounded(plan.taskIds, spec.rolloutConcurrency, async (taskId, index) => {
         taskStatus[taskId] = 'rolling out';
         const judged = await executeChild(GrpoGroup, {
           workflowId: `${runId}-it${iteration}-${taskId}`,
@@ -133,7 +149,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
               policyVersion,
               purpose: 'rollout',
               rollouts: spec.rolloutsPerTask,
-              spec: groupSpec,
+              spec: served ? { ...groupSpec, policy: groupPolicy(spec.policy, served, index) } : groupSpec,
             },
           ],
         });
@@ -155,9 +171,16 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
           eps_low: spec.clipLow,
           eps_high: spec.clipHigh,
           mini_batch_groups: spec.miniBatch,
+          // pi_old is the distribution the rollouts were sampled from, not the plain softmax.
+          temperature: spec.policy.sampling.temperature,
+          top_p: spec.policy.sampling.topP,
         },
       });
       policyStep = trained.step;
+      if (spec.policy.serving) {
+        // Every replica serves the new step, checked, before evaluation or the next rollouts.
+        served = await syncServedPolicy(runId, spec.policy, policyStep, { modelPath: trained.model_path });
+      }
 
       const rollouts = await activities.summarizeRollouts({ runId, iteration });
       const evaluation =

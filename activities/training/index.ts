@@ -21,6 +21,8 @@ import { planIteration, type PlanIterationInput } from './plan.js';
 import { runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
 import { episodePrefix } from './episode-ids.js';
 import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch.js';
+import { syncPolicyWeights } from './weight-sync.js';
+import type { SyncPolicyInput } from '../../schemas/policy-serving.js';
 
 export { episodePrefix, trainingEpisodeId, type TrainingPurpose } from './episode-ids.js';
 export { TrainerBatchError, TrainingPlanError } from './errors.js';
@@ -126,6 +128,17 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
         runId,
         step,
         items: rows.map((r) => ({ episodeId: r.episode_id, taskId: r.task_id, reward: r.reward })),
+      });
+    },
+
+    /**
+     * Makes every rollout replica serve the step just applied (vLLM / SGLang admin APIs, or the
+     * built-in policy server's own reload) and checks the version each reports; see
+     * weight-sync.ts. Not retryable: `WeightSyncRejectedError`; `StalePolicyError` is retried.
+     */
+    async syncPolicyWeights(input: SyncPolicyInput) {
+      return syncPolicyWeights(input, {
+        onReplica: (done, total) => heartbeatProgress({ phase: 'weight-sync', done, total }),
       });
     },
 
