@@ -64,6 +64,21 @@ export const TrainerStepFields = {
     .describe(
       'Tokens per transcript (one prediction needs two); longer ones are cut on the right and counted.',
     ),
+  temperature: z
+    .number()
+    .gt(0)
+    .max(2)
+    .describe(
+      "GRPO: the rollouts' sampling temperature. pi_old and pi_theta are softmax(logits / temperature), " +
+        'the distribution the rollouts were drawn from; SFT ignores it.',
+    ),
+  top_p: z
+    .number()
+    .gt(0)
+    .max(1)
+    .describe(
+      "GRPO: the rollouts' nucleus. Log-probs are renormalized over the tokens the sampler kept; SFT ignores it.",
+    ),
 } as const;
 
 /** The trainer's defaults: the paper's where it states them (clip, mini-batch), VERL's otherwise. */
@@ -78,6 +93,8 @@ export const TRAINER_STEP_DEFAULTS = {
   mini_batch_groups: 16,
   micro_batch_size: 4,
   max_seq_len: 16384,
+  temperature: 1,
+  top_p: 1,
 } as const satisfies Record<keyof typeof TrainerStepFields, number>;
 
 /** Hyper-parameters of one step (GRPO or SFT), recorded with it; every field optional. */

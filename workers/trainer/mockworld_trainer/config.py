@@ -66,6 +66,8 @@ def parse_model_spec(data: Any, where: str = "model") -> ModelSpec:
     values = contract.validate("model-spec", data, "model spec", where)
     if values["kind"] == "pretrained":
         return _typed(PretrainedModelSpec, values)
+    temperature: float  # GRPO: the rollouts' sampling temperature; pi_old and pi_theta are softmax(logits / it)
+    top_p: float  # GRPO: the rollouts' nucleus; SFT ignores both
     # The one rule of the contract that JSON Schema cannot state (zod's TinyModelSpecSchema has it too).
     if values["hidden_size"] % values["num_heads"] or values["num_heads"] % values["num_kv_heads"]:
         contract.raise_problems(

@@ -2,7 +2,9 @@
 
 The batch holds every rollout of the step (paper: 128 prompts x 16 rollouts). pi_old is the policy
 before the step: its token log-probs are computed once, up front, without gradient (VERL recomputes
-them the same way rather than trusting the serving engine's). The groups are then split into
+them the same way rather than trusting the serving engine's), at the rollouts' sampling temperature
+and top-p (``cfg.temperature``, ``cfg.top_p``), as are pi_theta's: the ratio compares the policy with
+the distribution the rollouts were drawn from. The groups are then split into
 mini-batches of ``mini_batch_groups`` groups (paper: 16), each one optimizer update with the clipped
 token-level loss of grpo.py, accumulated over micro-batches. The first update has ratio = 1; later
 ones see the policy move, which is where the 0.2 / 0.28 clip acts.
@@ -28,15 +30,22 @@ def encode_records(policy: Policy, records: list[Record], max_seq_len: int) -> l
 
 @torch.no_grad()
 def sequence_logprobs(
-    policy: Policy, encoded: list[Encoded], micro_batch_size: int, progress: Progress, phase: str
+    policy: Policy,
+    encoded: list[Encoded],
+    micro_batch_size: int,
+    progress: Progress,
+    phase: str,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
 ) -> list[torch.Tensor]:
-    """log pi(x_t | x_<t) of every transcript, without gradient: a list of (T_i - 1,) tensors."""
+    """log pi(x_t | x_<t) of every transcript, without gradient, at the sampling ``temperature`` and
+    ``top_p`` (model.token_logprobs): a list of (T_i - 1,) tensors."""
     out: list[torch.Tensor] = []
     idx = list(range(len(encoded)))
     for n, mb in enumerate(chunks(idx, micro_batch_size)):
         ids, attn, _ = pad_batch([encoded[i] for i in mb], policy.tokenizer.pad_id, policy.device)  # (b, T)
         with autocast(policy.device):
-            logp = token_logprobs(policy.model, ids, attn)  # (b, T-1)
+            logp = token_logprobs(policy.model, ids, attn, temperature, top_p)  # (b, T-1)
         out += [logp[j, : len(encoded[i].input_ids) - 1].float() for j, i in enumerate(mb)]
         progress(phase, n + 1, -(-len(idx) // micro_batch_size))
     return out
@@ -63,13 +72,14 @@ def grpo_update(
     encoded = encode_records(policy, records, cfg.max_seq_len)
     rewards = torch.tensor([r.reward for r in records], dtype=torch.float32)  # (N,)
     adv = group_advantages(rewards, [r.group_id for r in records], eps=cfg.adv_eps)
-    old_logp = sequence_logprobs(policy, encoded, cfg.micro_batch_size, progress, "old_logprobs")
+    sampled = (cfg.temperature, cfg.top_p)  # the distribution the rollouts were drawn from
+    old_logp = sequence_logprobs(policy, encoded, cfg.micro_batch_size, progress, "old_logprobs", *sampled)
     ref_logp = None
     if cfg.kl_coef > 0:
         if ref_policy is None:
             raise ValueError("kl_coef > 0 needs the reference (step-0) policy")
         ref_policy.model.eval()
-        ref_logp = sequence_logprobs(ref_policy, encoded, cfg.micro_batch_size, progress, "ref_logprobs")
+        ref_logp = sequence_logprobs(ref_policy, encoded, cfg.micro_batch_size, progress, "ref_logprobs", *sampled)
 
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(records):
@@ -93,7 +103,7 @@ def grpo_update(
             ids, attn, lmask = pad_batch([encoded[i] for i in micro], policy.tokenizer.pad_id, policy.device)  # (b, T)
             t = ids.shape[1] - 1
             with autocast(policy.device):
-                logp = token_logprobs(model, ids, attn)  # (b, T-1)
+                logp = token_logprobs(model, ids, attn, *sampled)  # (b, T-1)
             loss, stats = grpo_surrogate_loss(
                 logp,
                 _pad_rows([old_logp[i] for i in micro], t),

@@ -15,6 +15,7 @@ template, for real models). Nothing here downloads: pretrained models load with 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -242,16 +243,46 @@ def pad_batch(
     return ids.to(device), attn.to(device), loss.to(device)
 
 
-def token_logprobs(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """log pi(x_t | x_<t) for t = 1..T-1: (B, T-1) float32, one row of logits at a time to bound memory."""
+def token_logprobs(
+    model: PreTrainedModel,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+) -> torch.Tensor:
+    """log pi(x_t | x_<t) for t = 1..T-1: (B, T-1) float32, one row of logits at a time to bound memory.
+
+    pi is the distribution the policy server samples from (serving/generation.py): softmax(logits /
+    ``temperature``), cut to the nucleus ``top_p`` and renormalized. GRPO's pi_old must be the
+    distribution the rollouts were drawn from, and pi_theta the same family, or the ratio and its clip
+    measure the distance to a policy nothing was sampled from. The nucleus is chosen on detached
+    probabilities as the sampler chooses it (the smallest prefix of the sorted probabilities whose mass
+    before it is below top_p); the target token is always kept in it, so a token the sampler could
+    not have drawn (only float noise between sampler and trainer puts one outside) keeps a finite
+    log-prob instead of -inf. SFT uses the defaults: the plain softmax.
+    """
     logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, T, V)
     targets = input_ids[:, 1:]  # (B, T-1)
     rows = []
     for row_logits, row_targets in zip(logits[:, :-1], targets, strict=False):  # (T-1, V), (T-1,)
         row_logits = row_logits.float()
+        if temperature != 1.0:
+            row_logits = row_logits / temperature
         picked = row_logits.gather(-1, row_targets[:, None]).squeeze(-1)  # (T-1,)
+        if top_p < 1.0:
+            row_logits = row_logits.masked_fill(~_nucleus(row_logits.detach(), row_targets, top_p), -math.inf)
         rows.append(picked - torch.logsumexp(row_logits, dim=-1))
     return torch.stack(rows)  # (B, T-1)
+
+
+def _nucleus(logits: torch.Tensor, targets: torch.Tensor, top_p: float) -> torch.Tensor:
+    """(T-1, V) bool: the sampler's top-p nucleus of each position, plus that position's target token."""
+    probs = torch.softmax(logits, dim=-1)  # (T-1, V)
+    sorted_p, order = torch.sort(probs, dim=-1, descending=True, stable=True)  # (T-1, V)
+    keep_sorted = (torch.cumsum(sorted_p, dim=-1) - sorted_p) < top_p  # as generation.sample_next
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # (T-1, V) back in vocabulary order
+    keep[torch.arange(targets.shape[0], device=targets.device), targets] = True
+    return keep
 
 
 def truncate(e: Encoded, max_len: int) -> Encoded:
