@@ -90,12 +90,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 
 /** Creates the database named in `url` if it does not exist (connecting to the `postgres` database). */
 export async function ensureDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new DatabaseNameError(name);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
+  const { name, client } = adminClientFor(url);
   try {
     await client.connect();
   } catch (error) {
@@ -116,16 +111,24 @@ export async function ensureDatabase(url: string): Promise<void> {
 
 /** Drops a database (tests). */
 export async function dropDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new DatabaseNameError(name);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
+  const { name, client } = adminClientFor(url);
   await client.connect();
   try {
     await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The database named in `url`, checked against a strict pattern (identifiers cannot be query
+ * parameters, so only such names are ever interpolated), and an unconnected client of the same
+ * server's `postgres` database to create or drop it from.
+ */
+function adminClientFor(url: string): { name: string; client: pg.Client } {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(name)) throw new DatabaseNameError(name);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  return { name, client: new pg.Client({ connectionString: admin.toString() }) };
 }
