@@ -3,6 +3,7 @@ import { withLivenessHeartbeats } from './heartbeat.js';
 import { createModelClient } from './llm/index.js';
 import { createRunActivities } from './runs.js';
 import { createSandboxActivities } from './sandbox/index.js';
+import { createSearchActivities } from './search/index.js';
 import { createSmokeActivities } from './smoke.js';
 import { createStudyActivities } from './study/index.js';
 import { createSynthesisActivities } from './synthesis/index.js';
@@ -26,6 +27,7 @@ export function createActivities(
     ...createTrainingActivities(deps.databaseUrl, models),
     ...createStudyActivities(deps.databaseUrl, models),
     ...createSandboxActivities(loadEnvironment().MOCKWORLD_SANDBOX_VENV),
+    ...createSearchActivities(deps.databaseUrl),
   });
 }
 
