@@ -143,7 +143,9 @@ let cached: Environment | undefined;
 /** Reads and validates the environment once per process; a bad value fails with the variable named. */
 export function loadEnvironment(env: NodeJS.ProcessEnv = process.env): Environment {
   if (env === process.env && cached) return cached;
-  const parsed = EnvironmentSchema.safeParse(env);
+  // An empty variable is an unset one: containers and compose files pass `VAR=` for "not given".
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const parsed = EnvironmentSchema.safeParse(given);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new Error(`Invalid environment for mockworld; fix these variables:\n${lines.join('\n')}`);

@@ -47,8 +47,11 @@ export function temporalTarget(
   overrides: TargetOverrides = {},
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): TemporalTarget {
+  // An empty variable is an unset one (a container's `TEMPORAL_API_KEY=` must not turn TLS on).
   const vars = Object.fromEntries(
-    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    Object.entries(env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '',
+    ),
   );
   let loaded;
   try {

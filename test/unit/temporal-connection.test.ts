@@ -32,6 +32,14 @@ describe('temporalTarget', () => {
     });
   });
 
+  it('an empty variable is an unset one (a container passes VAR= for not given)', () => {
+    expect(temporalTarget({}, { ...NO_FILE, TEMPORAL_ADDRESS: '', TEMPORAL_API_KEY: '' })).toMatchObject({
+      address: '127.0.0.1:7233',
+      connection: { address: '127.0.0.1:7233' },
+      security: 'plaintext',
+    });
+  });
+
   it('an API key turns TLS on and is never in the description', () => {
     const target = temporalTarget({}, { ...NO_FILE, TEMPORAL_API_KEY: 'secret-key-123' });
     expect(target.connection).toMatchObject({ apiKey: 'secret-key-123', tls: true });

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,8 +32,10 @@ def connect_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     default this process's), with the TypeScript side's defaults for address and namespace. A
     configuration that cannot be used (a missing profile or certificate file) exits saying what to
     check: waiting would not fix it."""
+    # An empty variable is an unset one (a container's ``TEMPORAL_API_KEY=`` must not turn TLS on).
+    given = {k: v for k, v in (os.environ if env is None else env).items() if v != ""}
     try:
-        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(override_env_vars=env))
+        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(override_env_vars=given))
     except Exception as e:  # the bridge raises plain RuntimeError/OSError for every cause
         raise SystemExit(
             f"mockworld trainer: cannot read Temporal's connection settings ({type(e).__name__}: {e}); "

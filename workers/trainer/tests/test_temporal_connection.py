@@ -81,3 +81,8 @@ def test_a_metrics_address_adds_a_runtime_serving_prometheus():
     assert with_runtime["runtime"] is not None and with_runtime["target_host"] == config["target_host"]
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert response.status == 200
+
+
+def test_an_empty_variable_is_an_unset_one():
+    config = connect_settings({**NO_FILE, "TEMPORAL_ADDRESS": "", "TEMPORAL_API_KEY": ""})
+    assert config == {"target_host": "127.0.0.1:7233", "namespace": "default"}
