@@ -9,10 +9,11 @@ import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
  * The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model.
  * Built from the trainer's model spec (schemas/trainer-model.ts), so a kind or dtype the trainer
  * would refuse at its first step is refused when the run starts; a spec sets only a tiny model's
- * seed, and a pretrained model defaults to bfloat16 here.
+ * seed (and LoRA), and a pretrained model defaults to bfloat16 here. With `lora` the run trains
+ * adapters (schemas/trainer-model.ts TrainerLoraSchema).
  */
 export const PolicyBaseSchema = z.discriminatedUnion('kind', [
-  TinyModelFieldsSchema.pick({ kind: true, seed: true }),
+  TinyModelFieldsSchema.pick({ kind: true, seed: true, lora: true }),
   PretrainedModelSpecSchema.extend({ dtype: TrainerDtypeSchema.default('bfloat16') }),
 ]);
 
@@ -142,3 +143,19 @@ function largestDivisorAtMost(n: number, atMost: number): number {
 
 /** Validated GRPO training spec. */
 export type GrpoSpec = z.infer<typeof GrpoSpecSchema>;
+      const serving = spec.policy?.serving;
+      const lora = spec.policy?.base?.lora;
+      if (serving?.sync === 'lora' && !lora) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policy', 'serving', 'sync'],
+          message: 'lora needs policy.base.lora: a run that trains every weight has no adapters to load',
+        });
+      }
+      if (serving && serving.engine !== 'mockworld' && serving.sync === 'full' && lora && !lora.merge) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policy', 'base', 'lora', 'merge'],
+          message: 'must be true to reload full weights of a LoRA run (the engine loads the merged weights); or sync: lora',
+        });
+      }

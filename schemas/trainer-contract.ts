@@ -64,6 +64,11 @@ export const PolicyResultSchema = z.strictObject({
     .describe(
       "The step's weights; at step 0 the pretrained base path, null for a tiny model or an unnamed model.",
     ),
+  adapter_path: z
+    .string()
+    .min(1)
+    .nullable()
+    .describe("The step's LoRA adapter directory; null at step 0 and when the run trains every weight."),
   base_model: TrainerModelSpecSchema.nullable().describe('The recorded model spec, every default filled.'),
   kind: z.enum(['grpo', 'sft']).nullable(),
   metrics: z.union([GrpoStepMetricsSchema, SftStepMetricsSchema]).nullable(),

@@ -17,6 +17,27 @@ export const TrainerDtypeSchema = z
   })
   .describe('Parameter dtype (also of the AdamW state): float32 or bfloat16; float16 is not trainable here.');
 
+/**
+ * LoRA (Hu et al., 2021) with peft: the base weights stay frozen and only low-rank adapters
+ * `B A` (rank `r`, scaled by `alpha / r`) on `target_modules` are trained, checkpointed (the
+ * step's `adapter/` directory, peft's layout) and served as adapters. `merge` also writes the
+ * merged full weights (`model/`) at every step, for engines that reload full weights.
+ */
+export const TrainerLoraSchema = z.strictObject({
+  r: z.number().int().min(1).max(1024).default(16).describe('Adapter rank.'),
+  alpha: z.number().gt(0).default(32).describe('Scale numerator: the update is (alpha / r) B A x.'),
+  dropout: z.number().min(0).lt(1).default(0).describe('Dropout on the adapter input (0: none).'),
+  target_modules: z
+    .array(z.string().regex(/^[A-Za-z0-9_.]+$/, 'a module name'))
+    .min(1)
+    .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])
+    .describe("Names of the linear modules that get adapters (Qwen3's attention and MLP projections)."),
+  merge: z
+    .boolean()
+    .default(false)
+    .describe('Also save the merged full weights of every step (model/), e.g. for a full-weight reload.'),
+});
+
 const size = (fallback: number, description: string) =>
   z.number().int().min(1).default(fallback).describe(description);
 
@@ -34,6 +55,7 @@ export const TinyModelFieldsSchema = z.strictObject({
   num_heads: size(4, 'Attention heads; must divide hidden_size.'),
   num_kv_heads: size(2, 'Key/value heads (GQA); must divide num_heads.'),
   intermediate_size: size(64, 'MLP width.'),
+  lora: TrainerLoraSchema.optional().describe('Train LoRA adapters instead of every weight.'),
 });
 
 /**
@@ -59,6 +81,7 @@ export const PretrainedModelSpecSchema = z.strictObject({
     .min(1)
     .describe('Local directory of a transformers model (shared storage on a cluster); no hub is contacted.'),
   dtype: TrainerDtypeSchema.default('float32'),
+  lora: TrainerLoraSchema.optional().describe('Train LoRA adapters instead of every weight.'),
 });
 
 /** What a trainer run trains (`kind` names which). */
@@ -66,6 +89,9 @@ export const TrainerModelSpecSchema = z.discriminatedUnion('kind', [
   TinyModelSpecSchema,
   PretrainedModelSpecSchema,
 ]);
+
+/** LoRA settings as written in a spec. */
+export type TrainerLoraInput = z.input<typeof TrainerLoraSchema>;
 
 /** A model spec as sent to the trainer (defaults may be left out). */
 export type TrainerModelSpecInput = z.input<typeof TrainerModelSpecSchema>;

@@ -186,7 +186,18 @@ export const GrpoStepMetricsSchema = z.strictObject({
 const StepResultFields = {
   run_id: TrainerRunIdSchema,
   step: TrainerStepNumberSchema,
-  model_path: z.string().min(1).describe("This step's weights directory (save_pretrained layout)."),
+  model_path: z
+    .string()
+    .min(1)
+    .describe(
+      "This step's weights directory (save_pretrained layout): full weights, or merged ones for a LoRA " +
+        'run with merge; for a LoRA run without merge, the adapter directory.',
+    ),
+  adapter_path: z
+    .string()
+    .min(1)
+    .nullable()
+    .describe("This step's LoRA adapter directory (peft layout); null when the run trains every weight."),
   applied_at: z.string().min(1).describe('When the step was first applied (ISO 8601, UTC).'),
   replayed: z.boolean().describe('True when the step had already been applied and nothing was stepped.'),
 };

@@ -82,7 +82,10 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   let served = undefined as Awaited<ReturnType<typeof syncServedPolicy>> | undefined;
   if (spec.policy.serving) {
     const latest = await trainer['trainer.latestPolicy']({ run_id: runId });
-    served = await syncServedPolicy(runId, spec.policy, latest.step, { modelPath: latest.model_path });
+    served = await syncServedPolicy(runId, spec.policy, latest.step, {
+      modelPath: latest.model_path,
+      adapterPath: latest.adapter_path,
+    });
   }
   setHandler(stopSignal, () => void (stopping = true), { description: stopSignal.description });
   setHandler(latestMetricsQuery, () => latestMetrics, { description: latestMetricsQuery.description });
@@ -94,6 +97,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     toolSimulator: spec.toolSimulator,
     userSimulator: spec.userSimulator,
     maxTurns: spec.maxTurns,
+    maxResponseTokens: spec.maxResponseTokens,
     templates: spec.templates,
     world: spec.world,
   };
@@ -159,7 +163,12 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
 
       control.progress(iteration, `iteration ${iteration + 1}: trainer step`);
       const step = policyStep + 1;
-      const batch = await activities.buildIterationBatch({ runId, step, iteration });
+      const batch = await activities.buildIterationBatch({
+        runId,
+        step,
+        iteration,
+        truncation: spec.truncation,
+      });
       const rolloutsJudged = groups.reduce((sum, group) => sum + group, 0);
       const trained = await trainer['trainer.grpoStep']({
         run_id: runId,
@@ -179,7 +188,10 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
       policyStep = trained.step;
       if (spec.policy.serving) {
         // Every replica serves the new step, checked, before evaluation or the next rollouts.
-        served = await syncServedPolicy(runId, spec.policy, policyStep, { modelPath: trained.model_path });
+        served = await syncServedPolicy(runId, spec.policy, policyStep, {
+          modelPath: trained.model_path,
+          adapterPath: trained.adapter_path,
+        });
       }
 
       const rollouts = await activities.summarizeRollouts({ runId, iteration });
@@ -194,6 +206,8 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
         rolloutsJudged,
         ...(evaluation ? { evaluation } : {}),
         zeroVarianceGroups: batch.zeroVarianceGroups,
+        // Judged rollouts not trained on, by why (absent in histories from before it was reported).
+        ...(batch.leftOut ? { leftOut: batch.leftOut } : {}),
         trainer: trained.metrics,
       };
       await activities.recordIterationMetrics({

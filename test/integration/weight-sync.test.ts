@@ -53,11 +53,11 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function replicas(): Promise<ModelServer[]> {
+  async function replicas(engine: 'sglang' | 'vllm' = 'sglang'): Promise<ModelServer[]> {
     return Promise.all(
       [0, 1].map(() =>
         startModelServer({
-          engine: 'sglang',
+          engine,
           models: ['qwen-policy'],
           script: [{ role: 'policy', reply: 'Record R-0 is fixed.' }],
         }),
@@ -65,15 +65,22 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
     );
   }
 
-  function start(runId: string, rs: ModelServer[]) {
+  function start(runId: string, rs: ModelServer[], lora = false) {
     const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
+    const policy = fixturePolicy({ baseUrl: rs[0]!.url, model: 'qwen-policy' });
     return tw.client.workflow.start('GrpoTraining', {
       args: [
         {
           dataset: { synthesisRunId: SYNTHESIS_RUN },
           policy: {
-            ...fixturePolicy({ baseUrl: rs[0]!.url, model: 'qwen-policy' }),
-            serving: { engine: 'sglang', replicas: rs.map((r) => r.url), verifyTimeoutMs: 300 },
+            ...policy,
+            ...(lora ? { base: { ...policy.base, lora: { r: 4 } } } : {}),
+            serving: {
+              engine: lora ? 'vllm' : 'sglang',
+              sync: lora ? 'lora' : 'full',
+              replicas: rs.map((r) => r.url),
+              verifyTimeoutMs: 300,
+            },
           },
           judge: role,
           toolSimulator: role,
@@ -114,6 +121,27 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
         expect(calls).toHaveLength(4);
         const verified = r.engine!.state.calls.find((c) => c.route === '/model_info' && c.at > updates[0]!.at)!;
         expect(calls.filter((at) => at > verified.at)).toHaveLength(2);
+      }
+    } finally {
+      await Promise.all(rs.map((r) => r.close()));
+    }
+  });
+
+  it('a LoRA run: each step adapter loaded by name on every vLLM replica, rollouts request it, old ones unloaded', async () => {
+    const rs = await replicas('vllm');
+    try {
+      const runId = `grpo-lora-${Date.now()}`;
+      expect(await (await start(runId, rs, true)).result()).toMatchObject({ policyStep: 2 });
+      const step = (n: number) => path.join(dir, 'checkpoints', runId, `step-0000000${n}`, 'adapter');
+      for (const r of rs) {
+        expect(r.engine!.state.calls.filter((c) => c.method === 'POST').map((c) => [c.route, c.body])).toEqual([
+          ['/v1/load_lora_adapter', { lora_name: `${runId}-step-1`, lora_path: step(1) }],
+          ['/v1/load_lora_adapter', { lora_name: `${runId}-step-2`, lora_path: step(2) }],
+          ['/v1/unload_lora_adapter', { lora_name: `${runId}-step-1` }],
+        ]);
+        // Iteration 0 sampled the base model, iteration 1 the step-1 adapter, by name.
+        const asked = r.requests.filter((q) => q.role === 'policy').map((q) => q.body.model);
+        expect(asked).toEqual(['qwen-policy', 'qwen-policy', `${runId}-step-1`, `${runId}-step-1`]);
       }
     } finally {
       await Promise.all(rs.map((r) => r.close()));

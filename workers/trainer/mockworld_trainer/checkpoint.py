@@ -5,6 +5,8 @@ Layout under MOCKWORLD_CHECKPOINT_DIR (default $MOCKWORLD_HOME/checkpoints, ~/.m
     <run>/run.json                    model spec of the run, fixed by its first step
     <run>/step-00000003/record.json   the applied step: kind, batch_ref, config, metrics (kept forever)
     <run>/step-00000003/model/        save_pretrained weights + config (+ tokenizer): servable as is
+                                      (a LoRA run: the merged weights, only with ``merge``)
+    <run>/step-00000003/adapter/      a LoRA run's adapters (peft layout), loadable by vLLM / SGLang by name
     <run>/step-00000003/optimizer.pt  AdamW state, to continue on any node
     <run>/step-00000003/pinned        present when saveCheckpoint pinned the step
 
@@ -28,6 +30,7 @@ from urllib.parse import quote
 import torch
 
 from .errors import BadRequestError, CheckpointMissingError
+from .lora import is_lora, merged, save_adapters
 
 STALE_TMP_S = 6 * 3600  # a temporary dir this old belongs to a writer that died
 
@@ -119,8 +122,16 @@ class CheckpointStore:
         path = self.step_dir(run_id, step) / "record.json"
         return json.loads(path.read_text()) if path.exists() else None
 
+    def adapter_dir(self, run_id: str, step: int) -> Path | None:
+        """The step's LoRA adapters, or None (a run that trains every weight, or pruned)."""
+        path = self.step_dir(run_id, step) / "adapter"
+        return path if (path / "adapter_config.json").exists() else None
+
     def weights_dir(self, run_id: str, step: int) -> Path:
+        """The step's servable weights: ``model/`` (full or merged), else a LoRA run's ``adapter/``."""
         path = self.step_dir(run_id, step) / "model"
+        if not (path / "config.json").exists() and (adapter := self.adapter_dir(run_id, step)) is not None:
+            return adapter
         if not (path / "config.json").exists():
             raise CheckpointMissingError(
                 f"run {run_id}: the weights of step {step} are not on disk (pruned: only the newest "
@@ -139,17 +150,25 @@ class CheckpointStore:
         optimizer: torch.optim.Optimizer,
         record: dict[str, Any],
         tokenizer: Any | None = None,
+        merge_lora: bool = False,
     ) -> tuple[dict[str, Any], bool]:
-        """Atomically writes step ``step``; returns (the record on disk, whether this call wrote it)."""
+        """Atomically writes step ``step``; returns (the record on disk, whether this call wrote it).
+
+        A LoRA model writes its adapters, and its merged weights only when ``merge_lora``.
+        """
         run = self.run_dir(run_id)
         run.mkdir(parents=True, exist_ok=True)
         self._remove_stale_tmp(run)
         tmp = run / f".tmp-step-{step:08d}-{uuid.uuid4().hex}"
         tmp.mkdir()
         try:
-            model.save_pretrained(tmp / "model")  # safetensors + config.json
-            if tokenizer is not None:
-                tokenizer.save_pretrained(tmp / "model")
+            if is_lora(model):
+                save_adapters(model, tmp / "adapter")  # type: ignore[arg-type]
+            if not is_lora(model) or merge_lora:
+                full = merged(model) if is_lora(model) else model  # type: ignore[arg-type]
+                full.save_pretrained(tmp / "model")  # safetensors + config.json
+                if tokenizer is not None:
+                    tokenizer.save_pretrained(tmp / "model")
             torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
             _write_json(tmp / "record.json", record)
             _fsync_tree(tmp)
@@ -188,6 +207,7 @@ class CheckpointStore:
             (d / "optimizer.pt").unlink(missing_ok=True)  # only the latest step's is ever resumed from
             if not (d / "pinned").exists():
                 shutil.rmtree(d / "model", ignore_errors=True)
+                shutil.rmtree(d / "adapter", ignore_errors=True)
 
     def _remove_stale_tmp(self, run: Path) -> None:
         now = time.time()

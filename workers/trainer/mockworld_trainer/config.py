@@ -15,6 +15,17 @@ from . import contract
 
 
 @dataclass(frozen=True)
+class LoraSpec:
+    """LoRA adapters (peft) on ``target_modules``; the base weights stay frozen (contract: trainer-model.ts)."""
+
+    r: int
+    alpha: float
+    dropout: float
+    target_modules: tuple[str, ...]
+    merge: bool
+
+
+@dataclass(frozen=True)
 class TinyModelSpec:
     """A randomly initialized Qwen3-architecture model built in code, with the byte tokenizer of model.py."""
 
@@ -25,6 +36,7 @@ class TinyModelSpec:
     num_heads: int
     num_kv_heads: int
     intermediate_size: int
+    lora: LoraSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,7 @@ class PretrainedModelSpec:
     kind: Literal["pretrained"]
     path: str
     dtype: str
+    lora: LoraSpec | None = None
 
 
 ModelSpec = TinyModelSpec | PretrainedModelSpec
@@ -53,12 +66,18 @@ class StepConfig:
     mini_batch_groups: int
     micro_batch_size: int
     max_seq_len: int
+    temperature: float  # GRPO: the rollouts' sampling temperature; pi_old and pi_theta are softmax(logits / it)
+    top_p: float  # GRPO: the rollouts' nucleus; SFT ignores both
 
 
 def _typed(cls: type, values: dict[str, Any]) -> Any:
     """The dataclass of validated values; JSON integers become floats where the field is a float."""
     floats = {f.name for f in dataclasses.fields(cls) if f.type == "float"}
-    return cls(**{k: float(v) if k in floats else v for k, v in values.items()})
+    out = {k: float(v) if k in floats else v for k, v in values.items()}
+    if out.get("lora") is not None:
+        lora = {**out["lora"], "target_modules": tuple(out["lora"]["target_modules"])}
+        out["lora"] = _typed(LoraSpec, lora)
+    return cls(**out)
 
 
 def parse_model_spec(data: Any, where: str = "model") -> ModelSpec:
@@ -66,8 +85,6 @@ def parse_model_spec(data: Any, where: str = "model") -> ModelSpec:
     values = contract.validate("model-spec", data, "model spec", where)
     if values["kind"] == "pretrained":
         return _typed(PretrainedModelSpec, values)
-    temperature: float  # GRPO: the rollouts' sampling temperature; pi_old and pi_theta are softmax(logits / it)
-    top_p: float  # GRPO: the rollouts' nucleus; SFT ignores both
     # The one rule of the contract that JSON Schema cannot state (zod's TinyModelSpecSchema has it too).
     if values["hidden_size"] % values["num_heads"] or values["num_heads"] % values["num_kv_heads"]:
         contract.raise_problems(
@@ -82,5 +99,12 @@ def parse_step_config(data: Any, where: str = "config") -> StepConfig:
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    """Plain-JSON form of a spec or config, as recorded in checkpoints."""
-    return dataclasses.asdict(obj)
+    """Plain-JSON form of a spec or config, as recorded in checkpoints. A model without LoRA has no
+    ``lora`` key, so it records (and compares) exactly as before LoRA existed."""
+    out = dataclasses.asdict(obj)
+    if "lora" in out:
+        if out["lora"] is None:
+            del out["lora"]
+        else:
+            out["lora"]["target_modules"] = list(out["lora"]["target_modules"])
+    return out

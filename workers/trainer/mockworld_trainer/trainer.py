@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,6 +33,7 @@ from .config import ModelSpec, parse_model_spec, parse_step_config, to_dict
 from .errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
 from .grpo_step import grpo_update
 from .model import ChatTemplateTokenizer, Policy, load_model, load_tokenizer
+from .lora import load_policy_model
 from .optim import Progress, apply_step_config, make_optimizer, no_progress
 from .sft import sft_update
 
@@ -52,13 +54,17 @@ class _RunState:
     optimizer: torch.optim.Optimizer
 
 
-def _result(record: dict[str, Any], model_path: str, replayed: bool) -> dict[str, Any]:
+def _result(record: dict[str, Any], step_dir: Path, replayed: bool) -> dict[str, Any]:
+    """A step's result; a LoRA run's model_path is its merged weights (with ``merge``) or its adapters."""
+    lora = record["model"].get("lora")
+    adapter = str(step_dir / "adapter") if lora else None
     return {
         "run_id": record["run_id"],
         "step": record["step"],
         "kind": record["kind"],
         "metrics": record["metrics"],
-        "model_path": model_path,
+        "model_path": str(step_dir / "model") if not lora or lora["merge"] else adapter,
+        "adapter_path": adapter,
         "applied_at": record["applied_at"],
         "replayed": replayed,
     }
@@ -137,7 +143,10 @@ class Trainer:
                 progress("save", 0, 1)
                 tokenizer = state.policy.tokenizer
                 hf_tok = tokenizer.hf if isinstance(tokenizer, ChatTemplateTokenizer) else None
-                record, won = self.store.save_step(run_id, step, state.policy.model, state.optimizer, record, hf_tok)
+                merge = spec.lora is not None and spec.lora.merge
+                record, won = self.store.save_step(
+                    run_id, step, state.policy.model, state.optimizer, record, hf_tok, merge_lora=merge
+                )
                 progress("save", 1, 1)
             except BaseException:
                 self._state = None  # the in-memory weights may be half-updated: reload from disk next time
@@ -146,7 +155,7 @@ class Trainer:
                 state.step = step
             else:
                 self._state = None  # another worker applied this step first; its weights are the truth
-            return _result(record, str(step_dir / "model"), replayed=not won)
+            return _result(record, step_dir, replayed=not won)
 
     def register_run(self, run_id: str, model: Any) -> dict[str, Any]:
         """Records the run's model before (or without) any step, so its step 0 is served as that model
@@ -169,14 +178,24 @@ class Trainer:
         base = manifest["model"] if manifest else None
         if latest == 0:
             path = base["path"] if base and base["kind"] == "pretrained" else None
-            return {"run_id": run_id, "step": 0, "model_path": path, "base_model": base, "kind": None, "metrics": None}
+            return {
+                "run_id": run_id,
+                "step": 0,
+                "model_path": path,
+                "adapter_path": None,
+                "base_model": base,
+                "kind": None,
+                "metrics": None,
+            }
         record = self.store.read_record(run_id, latest) or {}
         return {
             "run_id": run_id,
+        adapter = self.store.adapter_dir(run_id, latest)
             "step": latest,
             "model_path": str(self.store.weights_dir(run_id, latest)),
             "base_model": base,
             "kind": record.get("kind"),
+            "adapter_path": None if adapter is None else str(adapter),
             "metrics": record.get("metrics"),
         }
 
@@ -204,7 +223,7 @@ class Trainer:
                 run_id=run_id,
                 step=step,
             )
-        return _result(record, str(self.store.step_dir(run_id, step) / "model"), replayed=True)
+        return _result(record, self.store.step_dir(run_id, step), replayed=True)
 
     def _run_spec(self, run_id: str, spec: ModelSpec | None, latest: int) -> ModelSpec:
         """The run's model spec: fixed once a step is applied; the first step must name it."""
@@ -232,8 +251,17 @@ class Trainer:
         self._state = None
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-        weights = None if latest == 0 else str(self.store.weights_dir(run_id, latest))
-        model = load_model(spec, weights, self.device)
+        weights = adapter = None
+        if latest > 0 and spec.lora is None:
+            weights = str(self.store.weights_dir(run_id, latest))
+        elif latest > 0:
+            found = self.store.adapter_dir(run_id, latest)
+            if found is None:
+                raise CheckpointMissingError(
+                    f"run {run_id}: the adapters of step {latest} are not on disk", run_id=run_id, step=latest
+                )
+            adapter = str(found)
+        model = load_policy_model(spec, weights, adapter, self.device, trainable=True)
         policy = Policy(model, load_tokenizer(spec), self.device)
         optimizer = make_optimizer(model, parse_step_config(None))
         if latest > 0:

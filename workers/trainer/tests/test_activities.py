@@ -73,6 +73,7 @@ def test_save_checkpoint_and_latest_policy_report_where_the_weights_are(acts, en
         "run_id": "wf-2",
         "step": 0,
         "model_path": None,
+        "adapter_path": None,
         "base_model": None,
         "kind": None,
         "metrics": None,

@@ -24,7 +24,8 @@ import torch
 from ..checkpoint import CheckpointStore
 from ..config import ModelSpec, TinyModelSpec, parse_model_spec, parse_step_config, to_dict
 from ..errors import BadRequestError
-from ..model import ByteTokenizer, ChatTemplateTokenizer, Policy, load_model, load_tokenizer
+from ..lora import load_policy_model
+from ..model import ByteTokenizer, ChatTemplateTokenizer, Policy, load_tokenizer
 
 log = logging.getLogger("mockworld.policy_server")
 
@@ -176,11 +177,15 @@ class PolicyHolder:
     def _load(self, step: int) -> Served:
         started = time.monotonic()
         spec = self._spec(step)
+        adapter = None
         if step == 0:
             weights = None if isinstance(spec, TinyModelSpec) else spec.path
         else:
             weights = str(self.store.weights_dir(self.run_id, step))
-        model = load_model(spec, None if step == 0 else weights, self.device)
+            if spec.lora is not None and (found := self.store.adapter_dir(self.run_id, step)) is not None:
+                adapter = str(found)  # a LoRA run: its adapters, merged in (or its merged weights, when saved)
+                weights = None if weights == adapter else weights
+        model = load_policy_model(spec, None if step == 0 else weights, adapter, self.device, trainable=False)
         model.eval()
         model.requires_grad_(False)
         policy = Policy(model, self._tokenizer(spec), self.device)
@@ -190,7 +195,7 @@ class PolicyHolder:
             limit = parse_step_config(None).max_seq_len  # RoPE has no hard limit; the trainer cuts transcripts here
         else:
             limit = int(getattr(model.config, "max_position_embeddings", 0) or parse_step_config(None).max_seq_len)
-        served = Served(step, policy, spec, weights, stop_ids(policy), limit, time.time())
+        served = Served(step, policy, spec, weights or adapter, stop_ids(policy), limit, time.time())
         self.loads += 1
         log.info(
             "run %s: serving %sstep %d (%s) on %s, loaded in %.2fs",
