@@ -39,6 +39,8 @@ export interface ScriptedRequest {
   readonly index: number;
   /** 0-based index of this request among the requests of its role. */
   readonly roleIndex: number;
+  /** The request's HTTP headers (lower-case names), e.g. a trial's `x-mockworld-eval-task`. */
+  readonly headers: http.IncomingHttpHeaders;
 }
 
 /** A tool call to answer with; `arguments` objects are sent as JSON text. */
@@ -317,7 +319,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         body,
       });
     }
-    const request: ScriptedRequest = { role, body, index, roleIndex };
+    const request: ScriptedRequest = { role, body, index, roleIndex, headers: req.headers };
     const receivedAt = Date.now();
     const bodyHash = logDeliveries ? canonicalHash(body) : '';
     if (logDeliveries) {

@@ -1,0 +1,175 @@
+"""The evaluation worker's activities (names in contract.py). Synchronous: each runs in the worker's
+thread pool, and a trial's work happens in its own process (runner.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from datetime import timedelta
+
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from . import environment, metrics, store
+from .contract import LIST_TASKS, RUN_TRIAL, SUMMARIZE, ListTasksInput, SummarizeInput, TrialInput, TrialSummary, dump
+from .outcome import InputError
+from .runner import TransientTrialError, TrialCrashed, run_trial_process
+from .versions import data_version, package_versions
+
+# Failure types a retry cannot fix (the workflow's retry policy lists them as non-retryable too).
+BAD_INPUT = "EvalBadInput"
+CONFLICT = "EvalTrialConflict"
+ERROR_TYPES = (BAD_INPUT, CONFLICT)
+
+
+def _bad_input(message: str) -> ApplicationError:
+    return ApplicationError(message, type=BAD_INPUT, non_retryable=True)
+
+
+def _parse(model, payload):
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in error.errors())
+        raise _bad_input(f"{activity.info().activity_type}: {problems}") from None
+
+
+def trial_config(spec: TrialInput) -> dict:
+    """What decides a trial's score, besides the model weights behind the endpoint: stored with the
+    row and hashed, so rows from different settings or benchmark versions are never mixed up."""
+    config = dump(spec)
+    config.pop("evaluationId")
+    return {
+        "trial": config,
+        "packages": package_versions(),
+        "data": data_version(spec.benchmark, spec.group),
+    }
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _summary(row: dict, stored: bool) -> dict:
+    return dump(
+        TrialSummary(
+            evaluationId=row["evaluation_id"],
+            benchmark=row["benchmark"],
+            group=row["task_group"],
+            taskId=row["task_id"],
+            trial=row["trial"],
+            reward=row["reward"],
+            termination=row["termination"],
+            steps=row["steps"],
+            promptTokens=row["prompt_tokens"],
+            completionTokens=row["completion_tokens"],
+            failure=row["failure"],
+            stored=stored,
+        )
+    )
+
+
+def _heartbeat_interval() -> float:
+    timeout = activity.info().heartbeat_timeout
+    return max(0.5, (timeout or timedelta(seconds=30)).total_seconds() / 3)
+
+
+@activity.defn(name=RUN_TRIAL)
+def run_trial(payload: dict) -> dict:
+    """Runs one trial exactly once: a stored row is returned as it is; otherwise the trial runs in a
+    fresh process, heartbeating its step count, and its outcome is stored (first write wins)."""
+    spec = _parse(TrialInput, payload)
+    config = trial_config(spec)
+    digest = config_hash(config)
+    key = (spec.evaluation_id, spec.benchmark, spec.group, spec.task_id, spec.trial)
+    with store.connect() as conn:
+        found = store.find(conn, key)
+    if found is not None:
+        if found["config_hash"] != digest:
+            raise ApplicationError(
+                f"trial {'/'.join(map(str, key))} is already stored with other settings or benchmark versions "
+                f"(config hash {found['config_hash'][:12]}, now {digest[:12]}): start a new evaluation id",
+                type=CONFLICT,
+                non_retryable=True,
+            )
+        return _summary(found, stored=True)
+
+    started = time.monotonic()
+    try:
+        outcome = run_trial_process(
+            spec.model_dump_json(by_alias=True),
+            heartbeat=lambda steps: activity.heartbeat({"steps": steps}),
+            interval_s=_heartbeat_interval(),
+        )
+    except InputError as error:
+        raise _bad_input(str(error)) from None
+    except TransientTrialError as error:
+        raise ApplicationError(str(error), type="EvalModelUnreachable") from None
+    except TrialCrashed as error:
+        raise ApplicationError(str(error), type="EvalTrialCrashed") from None
+    row = {
+        "evaluation_id": spec.evaluation_id,
+        "benchmark": spec.benchmark,
+        "task_group": spec.group,
+        "task_id": spec.task_id,
+        "trial": spec.trial,
+        "reward": float(outcome["reward"]),
+        "termination": outcome["termination"],
+        "steps": int(outcome["steps"]),
+        "prompt_tokens": int(outcome["prompt_tokens"]),
+        "completion_tokens": int(outcome["completion_tokens"]),
+        "failure": outcome.get("failure"),
+        "detail": outcome.get("detail"),
+        "trajectory": outcome["trajectory"],
+        "package_versions": config["packages"],
+        "data_version": config["data"],
+        "config": config["trial"],
+        "config_hash": digest,
+        "wall_seconds": time.monotonic() - started,
+        "cpu_seconds": outcome["cpu_seconds"],
+    }
+    with store.connect() as conn:
+        return _summary(store.insert(conn, row), stored=False)
+
+
+@activity.defn(name=LIST_TASKS)
+def list_tasks(payload: dict) -> dict:
+    """The task ids of a category or domain (and split), in the benchmark's order; `taskIds` picks
+    some (each must exist), `limit` keeps the first ones."""
+    spec = _parse(ListTasksInput, payload)
+    environment.prepare()
+    try:
+        if spec.benchmark == "bfcl":
+            from .bfcl_trial import entry_ids
+
+            ids = entry_ids(spec.group)
+        else:
+            from .tau2_trial import task_ids
+
+            ids = task_ids(spec.group, spec.split)
+    except InputError as error:
+        raise _bad_input(str(error)) from None
+    if spec.task_ids is not None:
+        missing = [t for t in spec.task_ids if t not in set(ids)]
+        if missing:
+            raise _bad_input(f"{spec.benchmark} {spec.group} has no task {', '.join(map(repr, missing[:10]))}")
+        ids = [t for t in ids if t in set(spec.task_ids)]
+    if spec.limit is not None:
+        ids = ids[: spec.limit]
+    return {"taskIds": ids, "packages": package_versions(), "data": data_version(spec.benchmark, spec.group)}
+
+
+@activity.defn(name=SUMMARIZE)
+def summarize(payload: dict) -> dict:
+    """The run's metrics from its stored trials (metrics.py), and the paired comparison with
+    `compareWith` when given."""
+    spec = _parse(SummarizeInput, payload)
+    with store.connect() as conn:
+        rows = store.rows_of(conn, spec.evaluation_id)
+        other = store.rows_of(conn, spec.compare_with) if spec.compare_with else None
+    return metrics.summarize(rows, other, spec)
+
+
+ACTIVITIES = [run_trial, list_tasks, summarize]

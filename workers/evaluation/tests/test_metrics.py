@@ -1,0 +1,84 @@
+"""The metrics against hand computations (metrics.py says what each one is)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mockworld_eval.contract import SummarizeInput
+from mockworld_eval.metrics import summarize
+
+
+def rows(benchmark: str, group: str, rewards_by_task: dict[str, list[float]]) -> list[dict]:
+    return [
+        {
+            "benchmark": benchmark,
+            "task_group": group,
+            "task_id": task,
+            "trial": i,
+            "reward": reward,
+            "termination": "user_stop",
+            "failure": None,
+            "prompt_tokens": 10,
+            "completion_tokens": 2,
+            "config_hash": "h",
+        }
+        for task, rewards in rewards_by_task.items()
+        for i, reward in enumerate(rewards)
+    ]
+
+
+SPEC = SummarizeInput(evaluationId="e", bootstrapSamples=500, seed=7)
+
+
+def test_pass_hat_k_and_avg_at_k_by_hand():
+    # Task a: 3 of 4 trials succeed; b: 4 of 4; c: 0 of 4. pass^k(task) = C(c, k) / C(n, k).
+    # A reward within 1e-6 of 1 is a success (tau2's is_successful); 0.5 is not.
+    data = rows("tau2", "airline", {"a": [1, 1, 0, 0.9999999], "b": [1, 1, 1, 1], "c": [0, 0.5, 0, 0]})
+    group = summarize(data, None, SPEC)["groups"][0]
+    assert group["k"] == 4 and group["tasks"] == 3 and group["trials"] == 12
+    expected = {
+        1: (3 / 4 + 1 + 0) / 3,
+        2: (math.comb(3, 2) / math.comb(4, 2) + 1 + 0) / 3,  # (0.5 + 1 + 0) / 3
+        3: (math.comb(3, 3) / math.comb(4, 3) + 1 + 0) / 3,  # (0.25 + 1 + 0) / 3
+        4: (0 + 1 + 0) / 3,
+    }
+    for k, value in expected.items():
+        assert group["passHatK"][str(k)] == pytest.approx(value)
+    assert group["avgAtK"] == pytest.approx((2 + 0.9999999 + 4 + 0.5) / 12)
+    lo, hi = group["avgAtKCi"]
+    assert 0 <= lo <= group["avgAtK"] <= hi <= 1
+    assert group["terminations"] == {"user_stop": 12}
+
+
+def test_bfcl_overall_is_the_unweighted_mean_of_categories():
+    data = rows("bfcl", "multi_turn_base", {"x": [1], "y": [0]}) + rows("bfcl", "multi_turn_miss_func", {"z": [1]})
+    overall = summarize(data, None, SPEC)["bfclOverall"]
+    assert overall["accuracy"] == pytest.approx((0.5 + 1.0) / 2)  # not 2/3, the trial-weighted mean
+    assert overall["categories"] == ["multi_turn_base", "multi_turn_miss_func"]
+    assert overall["complete"] is False
+
+
+def test_bootstrap_is_seeded_and_shrinks_with_more_tasks():
+    few = rows("tau2", "retail", {str(i): [i % 2] for i in range(10)})
+    many = rows("tau2", "retail", {str(i): [i % 2] for i in range(400)})
+    first, again = summarize(few, None, SPEC), summarize(few, None, SPEC)
+    assert first["groups"][0]["avgAtKCi"] == again["groups"][0]["avgAtKCi"]
+    width = lambda s: s["groups"][0]["avgAtKCi"][1] - s["groups"][0]["avgAtKCi"][0]  # noqa: E731
+    assert width(summarize(many, None, SPEC)) < width(first)
+
+
+def test_paired_comparison_on_common_tasks():
+    mine = rows("tau2", "telecom", {"a": [1, 1], "b": [1, 0], "c": [0, 0], "only-mine": [1, 1]})
+    theirs = rows("tau2", "telecom", {"a": [0, 0], "b": [1, 0], "c": [0, 0]})
+    spec = SummarizeInput(evaluationId="e", compareWith="other", bootstrapSamples=500)
+    comparison = summarize(mine, theirs, spec)["comparison"]
+    assert comparison["against"] == "other"
+    (group,) = comparison["groups"]
+    assert group["tasks"] == 3
+    assert group["difference"] == pytest.approx((1 + 0 + 0) / 3)
+    lo, hi = group["ci"]
+    assert 0 <= lo <= group["difference"] <= hi <= 1
+    same = summarize(theirs, theirs, spec)["comparison"]["groups"][0]
+    assert same["difference"] == 0 and same["ci"] == [0, 0]
