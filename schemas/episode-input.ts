@@ -8,19 +8,30 @@ export type EpisodePurpose = z.infer<typeof EpisodePurposeSchema>;
 
 /**
  * How an episode ended: the agent answered without calling a tool, it used up its turns, the
- * simulated user ended the conversation (the stop marker), or its transcript reached the bound
- * (`BOUNDS.transcriptBytes`; the turn that would pass it is not kept) — all four are finished
- * episodes that can be judged. `simulator_failed`: a simulator gave no usable answer and the
- * world settings say reject; the episode is left out, its row says why (`end_detail`).
+ * simulated user ended the conversation (the stop marker), its transcript reached the bound
+ * (`BOUNDS.transcriptBytes`; the turn that would pass it is not kept), or its length did
+ * (`length_limit`: an agent turn stopped at its token limit, or the response reached
+ * `maxResponseTokens`) — all five are finished episodes that can be judged; `max_turns`,
+ * `transcript_limit` and `length_limit` were cut mid-task ({@link TRUNCATED_END_REASONS}).
+ * `simulator_failed`: a simulator gave no usable answer and the world settings say reject; the
+ * episode is left out, its row says why (`end_detail`).
  */
 export const EndReasonSchema = z.enum([
   'final_answer',
   'max_turns',
   'user_stop',
   'transcript_limit',
+  'length_limit',
   'simulator_failed',
 ]);
 export type EndReason = z.infer<typeof EndReasonSchema>;
+
+/**
+ * End reasons of an episode cut before the agent finished: a cap (turns, tokens, transcript bytes)
+ * stopped it while it was still working. Its judge is told so, and GrpoTraining's `truncation`
+ * rule decides whether it is trained on.
+ */
+export const TRUNCATED_END_REASONS: readonly EndReason[] = ['max_turns', 'transcript_limit', 'length_limit'];
 
 /**
  * The templates an episode uses: a shipped version and per-stage replacement files. Its output is
@@ -68,6 +79,15 @@ export const EpisodeInputSchema = z
     toolSimulator: ModelRoleSchema,
     userSimulator: ModelRoleSchema,
     maxTurns: z.number().int().min(1).max(256).describe('Agent turns (model calls) at most.'),
+    maxResponseTokens: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "The agent's response at most, in the endpoint's tokens: its turns and the observations between " +
+          'them (seed App. A: 13,000). Each turn asks for no more than is left; unset: each turn only its maxTokens.',
+      ),
     templates: TemplateChoiceSchema.default({ version: 'v1', overrides: {} }),
     world: WorldSchema.default(DEFAULT_WORLD),
   })

@@ -17,6 +17,14 @@ export const PolicyBaseSchema = z.discriminatedUnion('kind', [
   PretrainedModelSpecSchema.extend({ dtype: TrainerDtypeSchema.default('bfloat16') }),
 ]);
 
+/**
+ * What a rollout cut at a cap (turns, response tokens, transcript bytes) is trained as: `score`
+ * keeps it with the reward its judge gives it (the judge is told it was cut, so it credits only
+ * what the transcript shows), `drop` leaves it out of the batch (and of its group's advantage).
+ */
+export const TruncationRuleSchema = z.enum(['score', 'drop']);
+export type TruncationRule = z.infer<typeof TruncationRuleSchema>;
+
 /** The fields the cross-field checks of {@link GrpoSpecSchema} read. */
 const CrossFieldsSchema = z.object({
   globalBatch: z.number().int().min(1),
@@ -88,6 +96,23 @@ export const GrpoSpecSchema = z
       .describe('Tasks per optimizer step (PPO mini-batch).'),
     rolloutsPerTask: z.number().int().min(2).max(256).default(16).describe('Group size n.'),
     maxTurns: z.number().int().min(1).max(64).default(16),
+    maxResponseTokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_048_576)
+      .default(13_000)
+      .describe(
+        "A rollout's response at most, in the policy endpoint's tokens: its turns and the observations " +
+          'between them, as VERL counts a multi-turn response (seed App. A: 13,000). Each turn asks for ' +
+          'no more than is left; a rollout that reaches it ends as length_limit.',
+      ),
+    truncation: TruncationRuleSchema.default('score').describe(
+      "A rollout cut at maxTurns, maxResponseTokens or a turn's maxTokens: trained on with the reward " +
+        "its judge gives it, told the transcript was cut (score, the default and the seed's: the rubric " +
+        'reward counts the sub-goals reached, and the caps are part of the task), or left out of the ' +
+        'batch (drop).',
+    ),
     // The trainer's eps_low, eps_high and lr (schemas/trainer-step.ts): their ranges are its.
     clipLow: TrainerStepFields.eps_low.default(TRAINER_STEP_DEFAULTS.eps_low),
     clipHigh: TrainerStepFields.eps_high.default(TRAINER_STEP_DEFAULTS.eps_high),

@@ -19,7 +19,7 @@ export interface GrpoGroupInput {
     GrpoSpec,
     'policy' | 'judge' | 'toolSimulator' | 'userSimulator' | 'maxTurns' | 'templates'
   > &
-    Partial<Pick<GrpoSpec, 'world'>>;
+    Partial<Pick<GrpoSpec, 'world' | 'maxResponseTokens'>>;
 }
 
 /**
@@ -39,6 +39,7 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     toolSimulator: spec.toolSimulator,
     userSimulator: spec.userSimulator,
     maxTurns: spec.maxTurns,
+    maxResponseTokens: spec.maxResponseTokens,
     templates: spec.templates,
     world: spec.world,
     purpose: input.purpose,

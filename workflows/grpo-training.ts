@@ -97,6 +97,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     toolSimulator: spec.toolSimulator,
     userSimulator: spec.userSimulator,
     maxTurns: spec.maxTurns,
+    maxResponseTokens: spec.maxResponseTokens,
     templates: spec.templates,
     world: spec.world,
   };
@@ -162,7 +163,12 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
 
       control.progress(iteration, `iteration ${iteration + 1}: trainer step`);
       const step = policyStep + 1;
-      const batch = await activities.buildIterationBatch({ runId, step, iteration });
+      const batch = await activities.buildIterationBatch({
+        runId,
+        step,
+        iteration,
+        truncation: spec.truncation,
+      });
       const rolloutsJudged = groups.reduce((sum, group) => sum + group, 0);
       const trained = await trainer['trainer.grpoStep']({
         run_id: runId,
@@ -200,6 +206,8 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
         rolloutsJudged,
         ...(evaluation ? { evaluation } : {}),
         zeroVarianceGroups: batch.zeroVarianceGroups,
+        // Judged rollouts not trained on, by why (absent in histories from before it was reported).
+        ...(batch.leftOut ? { leftOut: batch.leftOut } : {}),
         trainer: trained.metrics,
       };
       await activities.recordIterationMetrics({

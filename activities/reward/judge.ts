@@ -14,6 +14,7 @@ import { renderTranscript } from '../synthesis/transcript.js';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
 import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
 import { rubricReward } from './reward.js';
+import { truncationNote } from './truncation-note.js';
 import { sortedJudgement, verdictsOf } from './verdicts.js';
 
 /** Ledger role of the judge's calls (and the `X-Mockworld-Role` the test model server sees). */
@@ -74,7 +75,7 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
   if (stored) return stored;
 
   const task = await loadGradedTask(pool, input.taskId);
-  const messages = await loadFinishedEpisode(pool, input);
+  const episode = await loadFinishedEpisode(pool, input);
   const schema = judgementSchema(task.rubric);
   const template = await loadTemplate('judge', input.templates as TemplateChoice);
   const endpoint = resolveEndpoint(input.judge.endpoint);
@@ -88,7 +89,10 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
           content: renderTemplate(template, {
             instruction: task.instruction,
             hiddenContext: task.hiddenContext,
-            transcript: renderTranscript(messages) || '(the assistant did nothing)',
+            // A transcript cut at a cap says so: no credit for steps it never reached.
+            transcript:
+              (renderTranscript(episode.messages) || '(the assistant did nothing)') +
+              truncationNote(episode.end_reason),
             forbidden: numbered(task.rubric.forbidden),
             forbiddenCount: String(task.rubric.forbidden.length),
             subGoals: numbered(task.rubric.subGoals),
@@ -199,7 +203,7 @@ async function loadFinishedEpisode(pool: pg.Pool, input: JudgeInput) {
     );
   }
   if (row.end_reason === null) throw new EpisodeNotGradableError(input.episodeId, 'it has not ended');
-  return row.messages;
+  return row;
 }
 
 /** `0. first\n1. second`, or `(none)`: the numbering the judge's indices refer to. */

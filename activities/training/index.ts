@@ -19,8 +19,8 @@ import {
 } from './metrics.js';
 import { planIteration, type PlanIterationInput } from './plan.js';
 import { runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
-import { episodePrefix } from './episode-ids.js';
 import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch.js';
+import { buildIterationBatch, type BuildIterationBatchInput } from './iteration-batch.js';
 import { syncPolicyWeights } from './weight-sync.js';
 import type { SyncPolicyInput } from '../../schemas/policy-serving.js';
 
@@ -104,31 +104,12 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
     },
 
     /**
-     * The trainer batch of one iteration, collected from PostgreSQL: every judged rollout of the
-     * iteration with its reward. At the seed's scale (128 tasks x 16 rollouts) the items would not
-     * fit a Temporal payload, so the workflow passes the iteration, never the items.
+     * The trainer batch of one iteration, collected from PostgreSQL (iteration-batch.ts): every
+     * judged rollout of the iteration that may be trained on, with its reward, and what was left
+     * out (truncated under `drop`). Not retryable: `TrainerBatchError`.
      */
-    async buildIterationBatch({
-      runId,
-      step,
-      iteration,
-    }: {
-      runId: string;
-      step: number;
-      iteration: number;
-    }) {
-      const { rows } = await pool().query<{ episode_id: string; task_id: string; reward: number }>(
-        `SELECT e.episode_id, e.task_id, j.reward
-           FROM episodes e JOIN judgements j ON j.episode_id = e.episode_id
-          WHERE starts_with(e.episode_id, $1) AND e.purpose = 'rollout'
-          ORDER BY e.episode_id`,
-        [episodePrefix(runId, iteration, 'rollout')],
-      );
-      return buildTrainerBatch(pool(), {
-        runId,
-        step,
-        items: rows.map((r) => ({ episodeId: r.episode_id, taskId: r.task_id, reward: r.reward })),
-      });
+    async buildIterationBatch(input: BuildIterationBatchInput) {
+      return buildIterationBatch(pool(), input);
     },
 
     /**

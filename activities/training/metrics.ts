@@ -76,7 +76,15 @@ export interface RolloutSummaryMetrics {
   readonly toolCallsMean: number | null;
   readonly userQuestionsMean: number | null;
   readonly toolErrorsMean: number | null;
-  readonly endReasons: { final_answer: number; max_turns: number; user_stop: number };
+  readonly endReasons: {
+    final_answer: number;
+    max_turns: number;
+    user_stop: number;
+    length_limit: number;
+    transcript_limit: number;
+  };
+  /** Episodes cut at a cap (max_turns, length_limit, transcript_limit): GrpoTraining's `truncation` rule applies. */
+  readonly truncated: number;
   /**
    * The policy's calls billed to the run at the policy versions of these episodes (from
    * `llm_calls`, each call counted once; evaluations at the same version are included).
@@ -111,6 +119,8 @@ export async function summarizeRollouts(
     final_answer: number;
     max_turns: number;
     user_stop: number;
+    length_limit: number;
+    transcript_limit: number;
   }>(
     `SELECT count(*)::int AS episodes,
             count(e.end_reason)::int AS ended,
@@ -126,7 +136,9 @@ export async function summarizeRollouts(
             avg(e.tool_errors)::float8 AS tool_errors_mean,
             count(*) FILTER (WHERE e.end_reason = 'final_answer')::int AS final_answer,
             count(*) FILTER (WHERE e.end_reason = 'max_turns')::int AS max_turns,
-            count(*) FILTER (WHERE e.end_reason = 'user_stop')::int AS user_stop
+            count(*) FILTER (WHERE e.end_reason = 'user_stop')::int AS user_stop,
+            count(*) FILTER (WHERE e.end_reason = 'length_limit')::int AS length_limit,
+            count(*) FILTER (WHERE e.end_reason = 'transcript_limit')::int AS transcript_limit
        FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
       WHERE starts_with(e.episode_id, $1) AND e.purpose = $2`,
     [prefix, purpose],
@@ -155,7 +167,14 @@ export async function summarizeRollouts(
     toolCallsMean: r.tool_calls_mean,
     userQuestionsMean: r.user_questions_mean,
     toolErrorsMean: r.tool_errors_mean,
-    endReasons: { final_answer: r.final_answer, max_turns: r.max_turns, user_stop: r.user_stop },
+    endReasons: {
+      final_answer: r.final_answer,
+      max_turns: r.max_turns,
+      user_stop: r.user_stop,
+      length_limit: r.length_limit,
+      transcript_limit: r.transcript_limit,
+    },
+    truncated: r.max_turns + r.length_limit + r.transcript_limit,
     policyTokens: tokens.rows[0]!,
   };
 }

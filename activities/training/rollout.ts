@@ -20,6 +20,8 @@ export interface RolloutInput {
   readonly toolSimulator: GrpoSpec['toolSimulator'];
   readonly userSimulator: GrpoSpec['userSimulator'];
   readonly maxTurns: number;
+  /** The response's cap in the endpoint's tokens (seed App. A: 13,000); absent in older histories: none. */
+  readonly maxResponseTokens?: number;
   readonly templates: GrpoSpec['templates'];
   /** What a simulator that gives no usable answer does; absent in histories from before the setting. */
   readonly world?: GrpoSpec['world'];
@@ -55,6 +57,7 @@ export async function runRollout(
       toolSimulator: input.toolSimulator,
       userSimulator: input.userSimulator,
       maxTurns: input.maxTurns,
+      maxResponseTokens: input.maxResponseTokens,
       templates: input.templates,
       world: input.world,
     },

@@ -25,6 +25,7 @@ import {
   toolUnavailableObservation,
   userUnavailableObservation,
 } from './observations.js';
+import { agentForTurn, isCutTurn, responseTokensAfter } from './response-length.js';
 import { loadTask, type WorldTask } from './task-store.js';
 import { resolveToolCall } from './tool-mapping.js';
 import { validateToolCall } from './tool-validation.js';
@@ -114,14 +115,15 @@ export async function runEpisode(
     }
     signal?.throwIfAborted();
     const turn = state.turns + 1;
-    const { message } = await deps.models.chat({
-      ...callSettings(input.agent, input.agentRoleName, { runId: input.runId, signal }),
+    const agent = agentForTurn(input.agent, input.maxResponseTokens, state.responseTokens);
+    const answer = await deps.models.chat({
+      ...callSettings(agent, input.agentRoleName, { runId: input.runId, signal }),
       messages: state.messages,
       tools: agentTools,
       sampleIndex: input.sampleIndex,
       policyVersion: input.policyVersion,
     });
-    const assistant = boundedTurn(assistantEntry(message, turn));
+    const assistant = boundedTurn(assistantEntry(answer.message, turn));
     const calls = toolCallsOf(assistant);
     const outcome = await answerCalls(
       deps,
@@ -132,15 +134,22 @@ export async function runEpisode(
       calls,
       signal,
     );
+    const openingTokens = state.openingTokens ?? answer.usage.promptTokens;
+    const responseTokens = responseTokensAfter(openingTokens, answer.usage);
+    // A turn cut at its token limit is never a final answer; nor is a response past its cap.
     const endReason: EndReason | null = outcome.rejected
       ? 'simulator_failed'
-      : calls.length === 0
-        ? 'final_answer'
-        : outcome.userStopped
-          ? 'user_stop'
-          : turn >= input.maxTurns
-            ? 'max_turns'
-            : null;
+      : isCutTurn(answer.finishReason)
+        ? 'length_limit'
+        : calls.length === 0
+          ? 'final_answer'
+          : outcome.userStopped
+            ? 'user_stop'
+            : input.maxResponseTokens !== undefined && responseTokens >= input.maxResponseTokens
+              ? 'length_limit'
+              : turn >= input.maxTurns
+                ? 'max_turns'
+                : null;
     let next: EpisodeState = {
       episodeId: input.episodeId,
       messages: [...state.messages, assistant, ...outcome.toolMessages],
@@ -150,6 +159,8 @@ export async function runEpisode(
       toolErrors: state.toolErrors + outcome.toolErrors,
       endReason,
       endDetail: outcome.rejected ?? null,
+      openingTokens,
+      responseTokens,
     };
     const bytes = utf8Bytes(JSON.stringify(next.messages));
     if (bytes > BOUNDS.transcriptBytes) {

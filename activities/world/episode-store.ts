@@ -9,6 +9,10 @@ export interface EpisodeState extends EpisodeProgress {
   readonly messages: readonly ChatCompletionMessageParam[];
   /** Why it ended, where the end reason alone does not say (`episodes.end_detail`); bounded. */
   readonly endDetail?: string | null;
+  /** Prompt tokens of the first agent call (the opening); null before it. */
+  readonly openingTokens: number | null;
+  /** The agent's response so far in the engine's tokens (response-length.ts). */
+  readonly responseTokens: number;
 }
 
 interface Row {
@@ -23,6 +27,8 @@ interface Row {
   tool_errors: number;
   end_reason: EndReason | null;
   end_detail: string | null;
+  opening_tokens: number | null;
+  response_tokens: number;
 }
 
 /**
@@ -49,7 +55,7 @@ export async function openEpisode(
   );
   const { rows } = await pool.query<Row>(
     `SELECT task_id, purpose, sample_index, policy_version, messages, turns, tool_calls, user_questions,
-            tool_errors, end_reason, end_detail
+            tool_errors, end_reason, end_detail, opening_tokens, response_tokens
        FROM episodes WHERE episode_id = $1`,
     [input.episodeId],
   );
@@ -77,6 +83,8 @@ export async function openEpisode(
     toolErrors: row.tool_errors,
     endReason: row.end_reason,
     endDetail: row.end_detail,
+    openingTokens: row.opening_tokens,
+    responseTokens: row.response_tokens,
   };
 }
 
@@ -93,7 +101,7 @@ export async function checkpointEpisode(
   const { rowCount } = await pool.query(
     `UPDATE episodes
         SET messages = $3::jsonb, turns = $4, tool_calls = $5, user_questions = $6, tool_errors = $7,
-            end_reason = $8, end_detail = $9, updated_at = now()
+            end_reason = $8, end_detail = $9, opening_tokens = $10, response_tokens = $11, updated_at = now()
       WHERE episode_id = $1 AND turns = $2 AND end_reason IS NULL`,
     [
       state.episodeId,
@@ -105,6 +113,8 @@ export async function checkpointEpisode(
       state.toolErrors,
       state.endReason,
       state.endDetail ?? null,
+      state.openingTokens,
+      state.responseTokens,
     ],
   );
   if (rowCount !== 1) throw new EpisodeCheckpointConflictError(state.episodeId, previousTurns);

@@ -1,0 +1,70 @@
+/**
+ * The trainer batch of one GRPO iteration, collected from PostgreSQL (issue 18): every judged
+ * rollout of the iteration that may be trained on, with its reward. At the seed's scale (128 tasks
+ * x 16 rollouts) the items would not fit a Temporal payload, so the workflow passes the iteration,
+ * never the items.
+ */
+import type pg from 'pg';
+import { TRUNCATED_END_REASONS } from '../../schemas/episode-input.js';
+import type { TruncationRule } from '../../schemas/grpo-spec.js';
+import { episodePrefix } from './episode-ids.js';
+import { buildTrainerBatch, type TrainerBatchSummary } from './trainer-batch.js';
+
+/** Input of {@link buildIterationBatch}. */
+export interface BuildIterationBatchInput {
+  readonly runId: string;
+  /** The trainer step this batch feeds. */
+  readonly step: number;
+  readonly iteration: number;
+  /**
+   * What a rollout cut at a cap (turns, tokens, transcript bytes) is: left out (`drop`) or trained
+   * on with the reward its judge gave it (`score`); GrpoTraining's `truncation`. Absent (histories
+   * from before the setting): `score`, what those runs did.
+   */
+  readonly truncation?: TruncationRule;
+}
+
+/** Judged rollouts of the iteration that are not in the batch, by why. */
+export interface LeftOut {
+  /** Cut at a cap, under the `drop` rule. */
+  readonly truncated: number;
+}
+
+/** The batch written, and what was left out of it. */
+export interface IterationBatch extends TrainerBatchSummary {
+  readonly leftOut: LeftOut;
+}
+
+interface RolloutRow {
+  episode_id: string;
+  task_id: string;
+  reward: number;
+  end_reason: string;
+}
+
+/**
+ * Writes the step's batch from the iteration's judged rollouts (buildTrainerBatch) and says what
+ * it left out. Deterministic: the same rows give the same batch, so a retried activity rewrites
+ * nothing.
+ */
+export async function buildIterationBatch(
+  pool: pg.Pool,
+  input: BuildIterationBatchInput,
+): Promise<IterationBatch> {
+  const { rows } = await pool.query<RolloutRow>(
+    `SELECT e.episode_id, e.task_id, j.reward, e.end_reason
+       FROM episodes e JOIN judgements j ON j.episode_id = e.episode_id
+      WHERE starts_with(e.episode_id, $1) AND e.purpose = 'rollout'
+      ORDER BY e.episode_id`,
+    [episodePrefix(input.runId, input.iteration, 'rollout')],
+  );
+  const drop = (input.truncation ?? 'score') === 'drop';
+  const truncated = (row: RolloutRow) => TRUNCATED_END_REASONS.includes(row.end_reason as never);
+  const trained = rows.filter((row) => !(drop && truncated(row)));
+  const summary = await buildTrainerBatch(pool, {
+    runId: input.runId,
+    step: input.step,
+    items: trained.map((r) => ({ episodeId: r.episode_id, taskId: r.task_id, reward: r.reward })),
+  });
+  return { ...summary, leftOut: { truncated: rows.length - trained.length } };
+}
