@@ -94,6 +94,12 @@ export const GrpoSpecSchema = z
       .max(4096)
       .default(TRAINER_STEP_DEFAULTS.mini_batch_groups)
       .describe('Tasks per optimizer step (PPO mini-batch).'),
+    packTokens: TrainerStepFields.pack_tokens
+      .default(TRAINER_STEP_DEFAULTS.pack_tokens)
+      .describe(
+        "The trainer's packed micro-batch in tokens (its pack_tokens): transcripts packed end to end, no " +
+          'padding; 0 pads micro-batches of 4 transcripts to the longest.',
+      ),
     rolloutsPerTask: z.number().int().min(2).max(256).default(16).describe('Group size n.'),
     maxTurns: z.number().int().min(1).max(64).default(16),
     maxResponseTokens: z

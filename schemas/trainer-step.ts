@@ -57,6 +57,15 @@ export const TrainerStepFields = {
     .int()
     .min(1)
     .describe('Sequences per forward/backward (gradient accumulation).'),
+  pack_tokens: z
+    .number()
+    .int()
+    .min(0)
+    .describe(
+      'Token budget of a packed micro-batch: transcripts are packed end to end into rows of at most this ' +
+        'many tokens (no padding; each attends only to itself), one row per forward. 0: micro_batch_size ' +
+        'transcripts per forward, padded to the longest.',
+    ),
   max_seq_len: z
     .number()
     .int()
@@ -92,6 +101,7 @@ export const TRAINER_STEP_DEFAULTS = {
   adv_eps: 1e-6,
   mini_batch_groups: 16,
   micro_batch_size: 4,
+  pack_tokens: 0,
   max_seq_len: 16384,
   temperature: 1,
   top_p: 1,
@@ -162,6 +172,13 @@ const CommonMetrics = {
   num_updates: count('Optimizer updates applied or skipped.'),
   truncated_samples: count('Transcripts cut to max_seq_len.'),
   duration_s: z.number().min(0).describe('Seconds the update took (loading and saving excluded).'),
+  tokens_per_s: metric('Transcript tokens of the batch per second of the update (every rank together).').optional(),
+  padding_fraction: metric('Share of forward positions that were padding (0 when packed).').optional(),
+  peak_memory_bytes: count(
+    'Peak memory of the busiest rank: CUDA tensors allocated during the step, or on CPU the peak RSS of the process.',
+  ).optional(),
+  peak_memory_bytes_per_rank: z.array(z.number().int().min(0)).describe('peak_memory_bytes of each rank.').optional(),
+  world_size: z.number().int().min(1).describe('Processes that applied the step (torchrun ranks).').optional(),
 };
 
 /** Metrics of an SFT step. */

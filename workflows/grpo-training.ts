@@ -180,6 +180,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
           eps_low: spec.clipLow,
           eps_high: spec.clipHigh,
           mini_batch_groups: spec.miniBatch,
+          ...(spec.packTokens > 0 ? { pack_tokens: spec.packTokens } : {}),
           // pi_old is the distribution the rollouts were sampled from, not the plain softmax.
           temperature: spec.policy.sampling.temperature,
           top_p: spec.policy.sampling.topP,

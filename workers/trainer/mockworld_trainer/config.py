@@ -65,6 +65,7 @@ class StepConfig:
     adv_eps: float
     mini_batch_groups: int
     micro_batch_size: int
+    pack_tokens: int
     max_seq_len: int
     temperature: float  # GRPO: the rollouts' sampling temperature; pi_old and pi_theta are softmax(logits / it)
     top_p: float  # GRPO: the rollouts' nucleus; SFT ignores both

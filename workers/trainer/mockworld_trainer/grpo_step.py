@@ -13,14 +13,18 @@ ones see the policy move, which is where the 0.2 / 0.28 clip acts.
 from __future__ import annotations
 
 import statistics
+import time
 
 import torch
 
 from .batches import Record
 from .config import StepConfig
 from .grpo import group_advantages, grpo_surrogate_loss
-from .model import Encoded, Policy, pad_batch, token_logprobs, truncate
-from .optim import Progress, autocast, chunks, clip_and_step, no_progress, norm_metrics
+from .model import Encoded, Policy, truncate
+from .optim import Progress, chunks, clip_and_step, no_progress, norm_metrics
+from .packing import EMPTY, flat, micro_batch_logprobs, rank_micro_batches
+from .ranks import ALONE, Ranks
+from .throughput import reset_peak_memory, throughput_metrics
 
 
 def encode_records(policy: Policy, records: list[Record], max_seq_len: int) -> list[Encoded]:
@@ -37,24 +41,25 @@ def sequence_logprobs(
     phase: str,
     temperature: float = 1.0,
     top_p: float = 1.0,
-) -> list[torch.Tensor]:
+    *,
+    pack_tokens: int = 0,
+    ranks: Ranks = ALONE,
+    groups: list[list[int]] | None = None,
+) -> list[torch.Tensor | None]:
     """log pi(x_t | x_<t) of every transcript, without gradient, at the sampling ``temperature`` and
-    ``top_p`` (model.token_logprobs): a list of (T_i - 1,) tensors."""
-    out: list[torch.Tensor] = []
-    idx = list(range(len(encoded)))
-    for n, mb in enumerate(chunks(idx, micro_batch_size)):
-        ids, attn, _ = pad_batch([encoded[i] for i in mb], policy.tokenizer.pad_id, policy.device)  # (b, T)
-        with autocast(policy.device):
-            logp = token_logprobs(policy.model, ids, attn, temperature, top_p)  # (b, T-1)
-        out += [logp[j, : len(encoded[i].input_ids) - 1].float() for j, i in enumerate(mb)]
-        progress(phase, n + 1, -(-len(idx) // micro_batch_size))
-    return out
-
-
-def _pad_rows(rows: list[torch.Tensor], t: int) -> torch.Tensor:
-    out = torch.zeros((len(rows), t), dtype=torch.float32, device=rows[0].device)  # (b, T-1)
-    for j, r in enumerate(rows):
-        out[j, : r.shape[0]] = r
+    ``top_p`` (model.token_logprobs): a list of (T_i - 1,) tensors, None for the transcripts another
+    rank takes (each rank takes its share of every group, as the updates will; default: one group)."""
+    out: list[torch.Tensor | None] = [None] * len(encoded)
+    groups = groups if groups is not None else [list(range(len(encoded)))]
+    micro_batches = rank_micro_batches(ranks, encoded, groups, micro_batch_size, pack_tokens)
+    for n, micro in enumerate(micro_batches):
+        items = [encoded[i] for i in micro] or [EMPTY]
+        rows = micro_batch_logprobs(
+            policy.model, items, policy.tokenizer.pad_id, policy.device, pack_tokens > 0, temperature, top_p
+        )
+        for i, row in zip(micro, rows, strict=False):
+            out[i] = row
+        progress(phase, n + 1, len(micro_batches))
     return out
 
 
@@ -65,66 +70,68 @@ def grpo_update(
     cfg: StepConfig,
     ref_policy: Policy | None = None,
     progress: Progress = no_progress,
-) -> dict[str, float | int]:
-    """Applies one GRPO step in place and returns its metrics (plain numbers)."""
+    ranks: Ranks = ALONE,
+) -> dict[str, float | int | list[float] | None]:
+    """Applies one GRPO step in place (this rank's share of it, under torchrun) and returns its metrics."""
+    started = time.monotonic()
+    reset_peak_memory(policy.device)
     model = policy.model
     model.eval()  # no dropout: pi_old and pi_theta are the same function at the first update
     encoded = encode_records(policy, records, cfg.max_seq_len)
     rewards = torch.tensor([r.reward for r in records], dtype=torch.float32)  # (N,)
     adv = group_advantages(rewards, [r.group_id for r in records], eps=cfg.adv_eps)
-    sampled = (cfg.temperature, cfg.top_p)  # the distribution the rollouts were drawn from
-    old_logp = sequence_logprobs(policy, encoded, cfg.micro_batch_size, progress, "old_logprobs", *sampled)
-    ref_logp = None
-    if cfg.kl_coef > 0:
-        if ref_policy is None:
-            raise ValueError("kl_coef > 0 needs the reference (step-0) policy")
-        ref_policy.model.eval()
-        ref_logp = sequence_logprobs(ref_policy, encoded, cfg.micro_batch_size, progress, "ref_logprobs", *sampled)
-
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(records):
         groups.setdefault(r.group_id, []).append(i)
     mini_batches = [[i for g in part for i in g] for part in chunks(list(groups.values()), cfg.mini_batch_groups)]
 
-    totals = {
-        "tokens": 0,
-        "clipped_low": 0,
-        "clipped_high": 0,
-        "ratio_sum": 0.0,
-        "approx_kl_sum": 0.0,
-        "ref_kl_sum": 0.0,
-    }
+    sampled = (cfg.temperature, cfg.top_p)  # the distribution the rollouts were drawn from
+    shared = {"pack_tokens": cfg.pack_tokens, "ranks": ranks, "groups": mini_batches}
+    old_logp = sequence_logprobs(policy, encoded, cfg.micro_batch_size, progress, "old_logprobs", *sampled, **shared)
+    ref_logp = None
+    if cfg.kl_coef > 0:
+        if ref_policy is None:
+            raise ValueError("kl_coef > 0 needs the reference (step-0) policy")
+        ref_policy.model.eval()
+        ref_logp = sequence_logprobs(ref_policy, encoded, cfg.micro_batch_size, progress, "ref_logprobs", *sampled, **shared)
+
+    totals = dict.fromkeys(("tokens", "clipped_low", "clipped_high", "ratio_sum", "approx_kl_sum", "ref_kl_sum"), 0.0)
     losses, norms = [], []
     optimizer.zero_grad(set_to_none=True)
     for u, mb_idx in enumerate(mini_batches):
-        denominator = sum(sum(encoded[i].loss_mask[1:]) for i in mb_idx)  # unmasked tokens in the mini-batch
+        denominator = sum(sum(encoded[i].loss_mask[1:]) for i in mb_idx)  # loss tokens of the mini-batch, all ranks
         mb_loss = 0.0
-        for micro in chunks(mb_idx, cfg.micro_batch_size):
-            ids, attn, lmask = pad_batch([encoded[i] for i in micro], policy.tokenizer.pad_id, policy.device)  # (b, T)
-            t = ids.shape[1] - 1
-            with autocast(policy.device):
-                logp = token_logprobs(model, ids, attn, *sampled)  # (b, T-1)
+        for micro in rank_micro_batches(ranks, encoded, [mb_idx], cfg.micro_batch_size, cfg.pack_tokens):
+            items = [encoded[i] for i in micro] or [EMPTY]
+            rows = micro_batch_logprobs(
+                model, items, policy.tokenizer.pad_id, policy.device, cfg.pack_tokens > 0, *sampled
+            )
+            if not micro:  # an empty micro-batch: in the collectives, nothing in the loss
+                (flat(rows).sum() * 0.0).backward()
+                continue
             loss, stats = grpo_surrogate_loss(
-                logp,
-                _pad_rows([old_logp[i] for i in micro], t),
-                adv.advantages[micro].to(policy.device),  # (b,)
-                lmask[:, 1:],  # (b, T-1) the mask of the predicted token
+                flat(rows),  # (1, sum T_i - 1) this micro-batch's transcripts end to end
+                flat([old_logp[i] for i in micro]),
+                flat([adv.advantages[i].expand(len(encoded[i].input_ids) - 1) for i in micro]).to(policy.device),
+                flat([torch.tensor(encoded[i].loss_mask[1:]) for i in micro]).to(policy.device),
                 eps_low=cfg.eps_low,
                 eps_high=cfg.eps_high,
                 denominator=denominator,
-                ref_logp=None if ref_logp is None else _pad_rows([ref_logp[i] for i in micro], t),
+                ref_logp=None if ref_logp is None else flat([ref_logp[i] for i in micro]),
                 kl_coef=cfg.kl_coef if ref_logp is not None else 0.0,
             )
-            loss.backward()
+            (loss * ranks.grad_scale).backward()
             mb_loss += float(loss.detach())
             for k in totals:
                 totals[k] += getattr(stats, k)
-            progress("update", u + 1, len(mini_batches))
+        progress("update", u + 1, len(mini_batches))
         norms.append(clip_and_step(model, optimizer, cfg.max_grad_norm))
         losses.append(mb_loss)
 
+    summed = ranks.sum([*losses, *totals.values()], policy.device)
+    losses, totals = summed[: len(losses)], dict(zip(totals, summed[len(losses) :], strict=True))
     n_tok = max(totals["tokens"], 1)
-    metrics: dict[str, float | int] = {
+    metrics: dict[str, float | int | list[float] | None] = {
         "loss": statistics.fmean(losses),
         "clip_frac": (totals["clipped_low"] + totals["clipped_high"]) / n_tok,
         "clip_frac_low": totals["clipped_low"] / n_tok,
@@ -138,9 +145,10 @@ def grpo_update(
         "num_samples": len(records),
         "num_groups": adv.num_groups,
         "zero_variance_groups": adv.zero_variance_groups,
-        "num_tokens": totals["tokens"],
+        "num_tokens": int(totals["tokens"]),
         "num_updates": len(mini_batches),
         "truncated_samples": sum(e.truncated for e in encoded),
+        **throughput_metrics(encoded, mini_batches, cfg, ranks, policy.device, started),
     }
     if ref_logp is not None:
         metrics["ref_kl"] = totals["ref_kl_sum"] / n_tok

@@ -263,16 +263,22 @@ def token_logprobs(
     """
     logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits  # (B, T, V)
     targets = input_ids[:, 1:]  # (B, T-1)
-    rows = []
-    for row_logits, row_targets in zip(logits[:, :-1], targets, strict=False):  # (T-1, V), (T-1,)
-        row_logits = row_logits.float()
-        if temperature != 1.0:
-            row_logits = row_logits / temperature
-        picked = row_logits.gather(-1, row_targets[:, None]).squeeze(-1)  # (T-1,)
-        if top_p < 1.0:
-            row_logits = row_logits.masked_fill(~_nucleus(row_logits.detach(), row_targets, top_p), -math.inf)
-        rows.append(picked - torch.logsumexp(row_logits, dim=-1))
+    rows = [
+        row_logprobs(row_logits, row_targets, temperature, top_p)
+        for row_logits, row_targets in zip(logits[:, :-1], targets, strict=False)  # (T-1, V), (T-1,)
+    ]
     return torch.stack(rows)  # (B, T-1)
+
+
+def row_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:
+    """log pi(target_t) of one row: logits (n, V) predicting targets (n,), float32 (n,); see token_logprobs."""
+    logits = logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    picked = logits.gather(-1, targets[:, None]).squeeze(-1)  # (n,)
+    if top_p < 1.0:
+        logits = logits.masked_fill(~_nucleus(logits.detach(), targets, top_p), -math.inf)
+    return picked - torch.logsumexp(logits, dim=-1)
 
 
 def _nucleus(logits: torch.Tensor, targets: torch.Tensor, top_p: float) -> torch.Tensor:

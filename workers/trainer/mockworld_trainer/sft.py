@@ -8,13 +8,18 @@ context. One step is one optimizer update over the whole batch, accumulated over
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from .batches import Record
 from .config import StepConfig
 from .grpo_step import encode_records
-from .model import Policy, pad_batch, token_logprobs
-from .optim import Progress, autocast, chunks, clip_and_step, no_progress, norm_metrics
+from .model import Policy
+from .optim import Progress, clip_and_step, no_progress, norm_metrics
+from .packing import EMPTY, flat, micro_batch_logprobs, rank_micro_batches
+from .ranks import ALONE, Ranks
+from .throughput import reset_peak_memory, throughput_metrics
 
 
 def masked_nll(
@@ -34,29 +39,38 @@ def sft_update(
     records: list[Record],
     cfg: StepConfig,
     progress: Progress = no_progress,
-) -> dict[str, float | int]:
-    """Applies one SFT update in place; ``loss`` is the batch's token-mean NLL before the update."""
+    ranks: Ranks = ALONE,
+) -> dict[str, float | int | list[float] | None]:
+    """Applies one SFT update in place (this rank's share under torchrun); ``loss`` is the batch's
+    token-mean NLL before the update."""
+    started = time.monotonic()
+    reset_peak_memory(policy.device)
     model = policy.model
     model.eval()  # no dropout, as in the GRPO step
     encoded = encode_records(policy, records, cfg.max_seq_len)
     denominator = sum(sum(e.loss_mask[1:]) for e in encoded)  # assistant tokens in the batch
+    everything = [list(range(len(encoded)))]
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
-    micro_batches = list(chunks(list(range(len(encoded))), cfg.micro_batch_size))
+    micro_batches = rank_micro_batches(ranks, encoded, everything, cfg.micro_batch_size, cfg.pack_tokens)
     for n, micro in enumerate(micro_batches):
-        ids, attn, lmask = pad_batch([encoded[i] for i in micro], policy.tokenizer.pad_id, policy.device)  # (b, T)
-        with autocast(policy.device):
-            logp = token_logprobs(model, ids, attn)  # (b, T-1)
-        loss = masked_nll(logp, lmask[:, 1:], denominator)
-        loss.backward()
-        total += float(loss.detach())
+        items = [encoded[i] for i in micro] or [EMPTY]
+        rows = micro_batch_logprobs(model, items, policy.tokenizer.pad_id, policy.device, cfg.pack_tokens > 0)
+        if micro:
+            mask = flat([torch.tensor(encoded[i].loss_mask[1:]) for i in micro]).to(policy.device)
+            loss = masked_nll(flat(rows), mask, denominator)
+            total += float(loss.detach())
+        else:  # an empty micro-batch: in the collectives, nothing in the loss
+            loss = flat(rows).sum() * 0.0
+        (loss * ranks.grad_scale).backward()
         progress("update", n + 1, len(micro_batches))
     norm = clip_and_step(model, optimizer, cfg.max_grad_norm)
     return {
-        "loss": total,
+        "loss": ranks.sum([total], policy.device)[0],
         **norm_metrics([norm]),
         "num_samples": len(records),
         "num_tokens": denominator,
         "num_updates": 1,
         "truncated_samples": sum(e.truncated for e in encoded),
+        **throughput_metrics(encoded, everything, cfg, ranks, policy.device, started),
     }
