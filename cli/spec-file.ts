@@ -84,6 +84,7 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
     case 'GrpoTraining':
       return { ...spec, templates: templates(spec.templates) };
     case 'Smoke':
+    case 'Evaluation':
       return spec;
     default: {
       const unknown: never = spec;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { boundedText, boundIssues, SpecValidationError, specIssues, type SpecIssue } from './spec-error.js';
+import { EvaluationSpecSchema } from './evaluation-spec.js';
 import { GrpoSpecSchema } from './grpo-spec.js';
 import { ScalingStudySpecSchema } from './scaling-study-spec.js';
 import { SmokeSpecSchema } from './smoke-spec.js';
@@ -14,6 +15,7 @@ export const SPEC_SCHEMAS = {
   Synthesis: SynthesisSpecSchema,
   GrpoTraining: GrpoSpecSchema,
   ScalingStudy: ScalingStudySpecSchema,
+  Evaluation: EvaluationSpecSchema,
 } as const;
 
 /** A pipeline kind. */

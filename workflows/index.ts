@@ -7,6 +7,8 @@ export { GrpoGroup } from './grpo-group.js';
 export { ScalingStudy } from './scaling-study.js';
 export { StudySampling } from './study-sampling.js';
 export { StudyCell } from './study-cell.js';
+export { Evaluation } from './evaluation.js';
+export { EvaluationGroup } from './evaluation-group.js';
 // Any other type: fails at once with the kinds above (a bundle that re-exports this module
 // should re-export `default` too).
 export { UnknownWorkflowType as default } from './unknown-type.js';

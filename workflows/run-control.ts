@@ -46,6 +46,11 @@ export class RunControl {
     return this.paused;
   }
 
+  /** Sets the units of work planned once they are known (an Evaluation lists its tasks first). */
+  setTotal(total: number): void {
+    this.status = { ...this.status, total };
+  }
+
   /** Records progress; the search attribute is updated only when the rounded fraction moves. */
   progress(done: number, stage: string, counts?: Record<string, number>): void {
     const before = this.fraction();

@@ -58,7 +58,7 @@ describe('the workflow types a worker with the plugin serves', () => {
     expect(cause!.message).toContain("'Synthesys'");
     expect(cause!.message).toContain('Smoke, Synthesis, GrpoTraining, ScalingStudy');
     expect((cause as ApplicationFailure).details).toEqual([
-      { requested: 'Synthesys', kinds: ['Smoke', 'Synthesis', 'GrpoTraining', 'ScalingStudy'] },
+      { requested: 'Synthesys', kinds: ['Smoke', 'Synthesis', 'GrpoTraining', 'ScalingStudy', 'Evaluation'] },
     ]);
     const description = await handle.describe();
     expect(description.status.name).toBe('FAILED');

@@ -12,7 +12,8 @@ A plan is keyed by the trial's `X-Mockworld-Eval-Task` header (bfcl_trial.trial_
 - tau2: {"kind": "tau2", "agent": [reply, ...], "user": [reply, ...]}: the n-th call of the agent
   (of the user simulator) gets the n-th reply; a reply is {"toolCalls": [...]} or {"content": "..."}.
 
-`python -m mockworld_eval.replay bfcl multi_turn_base multi_turn_base_0 ...` prints a plan.
+`python -m mockworld_eval.replay [--trials N] bfcl multi_turn_base multi_turn_base_0 ...` prints the plans
+(the same plan for trials 0..N-1).
 """
 
 from __future__ import annotations
@@ -150,14 +151,18 @@ def tau2_plan(domain: str, task_id: str, split: str = "base", drop_last_write: b
 
 
 def main(argv: list[str]) -> int:
+    trials = 1
+    if argv[:1] == ["--trials"]:
+        trials, argv = int(argv[1]), argv[2:]
     if len(argv) < 3:
-        print("usage: python -m mockworld_eval.replay bfcl|tau2 GROUP TASK_ID...", file=sys.stderr)
+        print("usage: python -m mockworld_eval.replay [--trials N] bfcl|tau2 GROUP TASK_ID...", file=sys.stderr)
         return 2
     benchmark, group, ids = argv[0], argv[1], argv[2:]
     plans: dict[str, Any] = {}
     for task_id in ids:
         plan = bfcl_plan(group, task_id) if benchmark == "bfcl" else tau2_plan(group, task_id)
-        plans[task_key(benchmark, group, task_id, 0)] = plan
+        for trial in range(trials):
+            plans[task_key(benchmark, group, task_id, trial)] = plan
     print(json.dumps(plans))
     return 0
 

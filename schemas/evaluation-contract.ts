@@ -1,0 +1,158 @@
+import { z } from 'zod';
+
+/**
+ * The Python evaluation worker's activities (workers/evaluation, task queue MOCKWORLD_EVAL_TASK_QUEUE):
+ * their names, inputs and outputs. The worker validates the same shapes with pydantic
+ * (mockworld_eval/contract.py); test/integration/evaluation.test.ts runs them against each other.
+ */
+export const EVAL_ACTIVITY = {
+  runTrial: 'eval.runTrial',
+  listTasks: 'eval.listTasks',
+  summarize: 'eval.summarize',
+} as const;
+
+/** Failure types of the evaluation worker that a retry cannot fix. */
+export const EVAL_ERROR_TYPES = ['EvalBadInput', 'EvalTrialConflict'] as const;
+
+/** BFCL-V4 multi-turn categories (BFCL's own names). */
+export const BFCL_CATEGORIES = [
+  'multi_turn_base',
+  'multi_turn_miss_func',
+  'multi_turn_miss_param',
+  'multi_turn_long_context',
+] as const;
+/** tau2-bench domains. */
+export const TAU2_DOMAINS = ['airline', 'retail', 'telecom'] as const;
+
+export const EvalBenchmarkSchema = z.enum(['bfcl', 'tau2']);
+export type EvalBenchmark = z.infer<typeof EvalBenchmarkSchema>;
+
+/** An endpoint as the worker takes it: no key, only the name of the variable holding it. */
+export const EvalEndpointSchema = z
+  .object({ baseUrl: z.string().min(1), model: z.string().min(1), apiKeyEnv: z.string().optional() })
+  .strict();
+export type EvalEndpoint = z.infer<typeof EvalEndpointSchema>;
+
+export const EvalSamplingSchema = z
+  .object({
+    temperature: z.number().min(0).max(2),
+    topP: z.number().gt(0).max(1).optional(),
+    maxTokens: z.number().int().min(1).optional(),
+  })
+  .strict();
+
+export const TrialInputSchema = z
+  .object({
+    evaluationId: z.string().min(1),
+    benchmark: EvalBenchmarkSchema,
+    group: z.string().min(1).describe('BFCL category or tau2 domain.'),
+    taskId: z.string().min(1),
+    trial: z.number().int().min(0),
+    trials: z.number().int().min(1),
+    policy: EvalEndpointSchema,
+    sampling: EvalSamplingSchema,
+    user: EvalEndpointSchema.optional(),
+    userSampling: EvalSamplingSchema.optional(),
+    split: z.string().optional(),
+    maxSteps: z.number().int().min(1).optional(),
+    maxErrors: z.number().int().min(1).optional(),
+    seed: z.number().int().optional(),
+  })
+  .strict();
+export type TrialInput = z.infer<typeof TrialInputSchema>;
+
+export const TrialSummarySchema = z.object({
+  evaluationId: z.string(),
+  benchmark: EvalBenchmarkSchema,
+  group: z.string(),
+  taskId: z.string(),
+  trial: z.number().int(),
+  reward: z.number(),
+  termination: z.string(),
+  steps: z.number().int(),
+  promptTokens: z.number().int(),
+  completionTokens: z.number().int(),
+  failure: z.string().nullable(),
+  stored: z.boolean(),
+});
+export type TrialSummary = z.infer<typeof TrialSummarySchema>;
+
+export const ListTasksInputSchema = z
+  .object({
+    benchmark: EvalBenchmarkSchema,
+    group: z.string(),
+    split: z.string().optional(),
+    taskIds: z.array(z.string()).optional(),
+    limit: z.number().int().min(1).optional(),
+  })
+  .strict();
+export type ListTasksInput = z.infer<typeof ListTasksInputSchema>;
+export interface ListTasksResult {
+  readonly taskIds: string[];
+  readonly packages: Record<string, string>;
+  readonly data: Record<string, string>;
+}
+
+export const SummarizeInputSchema = z
+  .object({
+    evaluationId: z.string().min(1),
+    compareWith: z.string().optional(),
+    bootstrapSamples: z.number().int().min(100).max(100_000).optional(),
+    confidence: z.number().gt(0).lt(1).optional(),
+  })
+  .strict();
+export type SummarizeInput = z.infer<typeof SummarizeInputSchema>;
+
+const interval = z.tuple([z.number(), z.number()]);
+
+/** What eval.summarize returns (mockworld_eval/metrics.py defines each number). */
+export const EvaluationMetricsSchema = z.object({
+  evaluationId: z.string(),
+  confidence: z.number(),
+  bootstrapSamples: z.number(),
+  trials: z.number(),
+  groups: z.array(
+    z.object({
+      benchmark: EvalBenchmarkSchema,
+      group: z.string(),
+      tasks: z.number(),
+      trials: z.number(),
+      k: z.number(),
+      equalTrials: z.boolean(),
+      avgAtK: z.number(),
+      avgAtKCi: interval,
+      passHatK: z.record(z.string(), z.number()),
+      passHatKCi: z.record(z.string(), interval),
+      terminations: z.record(z.string(), z.number()),
+      modelErrors: z.number(),
+      promptTokens: z.number(),
+      completionTokens: z.number(),
+      configHashes: z.number(),
+    }),
+  ),
+  bfclOverall: z
+    .object({ categories: z.array(z.string()), complete: z.boolean(), accuracy: z.number(), ci: interval })
+    .nullable(),
+  comparison: z
+    .object({
+      against: z.string(),
+      groups: z.array(
+        z.object({
+          benchmark: EvalBenchmarkSchema,
+          group: z.string(),
+          tasks: z.number(),
+          difference: z.number(),
+          ci: interval,
+        }),
+      ),
+    })
+    .nullable(),
+});
+export type EvaluationMetrics = z.infer<typeof EvaluationMetricsSchema>;
+
+/** The evaluation worker's activities, called by name on its task queue. */
+export interface EvalActivities {
+  'eval.runTrial'(input: TrialInput): Promise<TrialSummary>;
+  'eval.listTasks'(input: ListTasksInput): Promise<ListTasksResult>;
+  'eval.summarize'(input: SummarizeInput): Promise<EvaluationMetrics>;
+}

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { BFCL_CATEGORIES, TAU2_DOMAINS } from './evaluation-contract.js';
+import { ModelEndpointSchema } from './model-endpoint.js';
+
+/**
+ * An evaluation of one policy on the seed's benchmarks through their official code (the Python
+ * evaluation worker): tau2-bench and BFCL-V4 multi-turn. Every (benchmark, category or domain, task,
+ * trial) is one activity, run exactly once; the run ends with the benchmarks' own metrics.
+ */
+
+const EvalSamplingSchema = z
+  .object({
+    temperature: z
+      .number()
+      .min(0)
+      .max(2)
+      .default(0)
+      .describe('Sampling temperature (tau2 and BFCL leaderboards: 0 or near it). Moves scores.'),
+    topP: z.number().gt(0).max(1).optional().describe('tau2 only: BFCL\u2019s handler sends the temperature alone.'),
+    maxTokens: z.number().int().min(1).max(131_072).optional().describe('tau2 only (see topP).'),
+  })
+  .strict();
+
+/** The policy: an OpenAI-compatible endpoint, or a step of a training run served by the policy server. */
+const PolicySchema = z.union([
+  z.object({ endpoint: ModelEndpointSchema.describe('Any OpenAI-compatible endpoint serving the policy.') }).strict(),
+  z
+    .object({
+      checkpoint: z
+        .object({
+          runId: z.string().min(1).describe('The training run (its workflow id).'),
+          step: z.number().int().min(0).describe('The applied step to evaluate (0: the base model).'),
+          server: z
+            .object({
+              baseUrl: z.url().describe('A policy server started with --any-run (workers/trainer README).'),
+              apiKeyEnv: z
+                .string()
+                .regex(/^[A-Z_][A-Z0-9_]*$/)
+                .optional(),
+            })
+            .strict(),
+        })
+        .strict()
+        .describe('Served as model "<runId>@<step>", which the policy server never reloads.'),
+    })
+    .strict(),
+]);
+
+const taskSelection = {
+  taskIds: z.array(z.string().min(1)).min(1).optional().describe('Only these tasks (each must exist).'),
+  limit: z.number().int().min(1).optional().describe('Only the first N tasks of each category or domain.'),
+};
+
+const Tau2Schema = z
+  .object({
+    domains: z.array(z.enum(TAU2_DOMAINS)).min(1).default([...TAU2_DOMAINS]),
+    split: z.string().min(1).default('base').describe('tau2 task split: base is airline 50, retail 114, telecom 114.'),
+    trials: z.number().int().min(1).max(32).default(4).describe('Trials per task: Avg@k and pass^k use them.'),
+    userSimulator: z
+      .object({ endpoint: ModelEndpointSchema, sampling: EvalSamplingSchema.default({ temperature: 0 }) })
+      .strict()
+      .describe('The user simulator (must support tool calling: the telecom user has tools). Moves scores.'),
+    maxSteps: z.number().int().min(1).max(10_000).default(200).describe('tau2 step limit (its CLI default 200).'),
+    maxErrors: z.number().int().min(1).max(1_000).default(10),
+    seed: z.number().int().default(300).describe('tau2 run seed; trial i gets the seed tau2 derives for it.'),
+    ...taskSelection,
+  })
+  .strict();
+
+const BfclSchema = z
+  .object({
+    categories: z.array(z.enum(BFCL_CATEGORIES)).min(1).default([...BFCL_CATEGORIES]),
+    trials: z.number().int().min(1).max(32).default(1).describe('BFCL scores one trial; more give Avg@k.'),
+    ...taskSelection,
+  })
+  .strict();
+
+export const EvaluationSpecSchema = z
+  .object({
+    kind: z.literal('Evaluation'),
+    name: z.string().min(1).max(80).default('evaluation').describe('Label shown in reports.'),
+    policy: PolicySchema,
+    sampling: EvalSamplingSchema.default({ temperature: 0 }),
+    benchmarks: z
+      .object({ tau2: Tau2Schema.optional(), bfcl: BfclSchema.optional() })
+      .strict()
+      .refine((b) => b.tau2 !== undefined || b.bfcl !== undefined, { message: 'name at least one benchmark' }),
+    concurrency: z.number().int().min(1).max(256).default(4).describe('Trials in flight at once.'),
+    evalTaskQueue: z.string().min(1).default('mockworld-eval').describe('Task queue of the evaluation worker.'),
+    compareWith: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Another Evaluation run on the same tasks: the report adds the paired difference.'),
+    bootstrapSamples: z.number().int().min(100).max(100_000).default(2000),
+    confidence: z.number().gt(0).lt(1).default(0.95),
+  })
+  .strict();
+
+/** Validated evaluation spec. */
+export type EvaluationSpec = z.infer<typeof EvaluationSpecSchema>;

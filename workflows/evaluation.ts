@@ -1,0 +1,213 @@
+import {
+  ParentClosePolicy,
+  condition,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs.js';
+import type { EvalEndpoint, EvaluationMetrics } from '../schemas/evaluation-contract.js';
+import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
+import { SHORT_ACTIVITY } from './activity-options.js';
+import { pauseSignal, resumeSignal } from './controls.js';
+import { evalActivities } from './evaluation-activities.js';
+import { groupPauseSignal, groupProgressSignal, groupsQuery, type GroupStatus } from './evaluation-controls.js';
+import { EvaluationGroup, type EvaluationGroupInput, type EvaluationGroupResult } from './evaluation-group.js';
+import { RunControl } from './run-control.js';
+import { endRunOnError } from './run-end.js';
+import { validateSpec } from './spec-guard.js';
+
+const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+
+/** What an Evaluation run returns and stores as its summary (`mockworld report` prints it). */
+export interface EvaluationSummary {
+  readonly name: string;
+  readonly policy: EvalEndpoint;
+  readonly groups: EvaluationGroupResult[];
+  readonly metrics: EvaluationMetrics;
+}
+
+/** The endpoint the policy is served at: as given, or a training run's step on a policy server. */
+export function policyEndpoint(policy: EvaluationSpec['policy']): EvalEndpoint {
+  if ('endpoint' in policy) {
+    const { baseUrl, model, apiKeyEnv } = policy.endpoint;
+    return { baseUrl, model, ...(apiKeyEnv ? { apiKeyEnv } : {}) };
+  }
+  const { runId, step, server } = policy.checkpoint;
+  return { baseUrl: server.baseUrl, model: `${runId}@${step}`, ...(server.apiKeyEnv ? { apiKeyEnv: server.apiKeyEnv } : {}) };
+}
+
+/** The groups of a spec, in run order, each with the settings its trials share. */
+export function planGroups(spec: EvaluationSpec, evaluationId: string): Omit<EvaluationGroupInput, 'paused'>[] {
+  const policy = policyEndpoint(spec.policy);
+  const common = { evaluationId, concurrency: spec.concurrency, taskQueue: spec.evalTaskQueue };
+  const groups: Omit<EvaluationGroupInput, 'paused'>[] = [];
+  const { tau2, bfcl } = spec.benchmarks;
+  if (bfcl) {
+    for (const category of bfcl.categories) {
+      groups.push({
+        ...common,
+        benchmark: 'bfcl',
+        group: category,
+        ...(bfcl.taskIds ? { taskIds: bfcl.taskIds } : {}),
+        ...(bfcl.limit ? { limit: bfcl.limit } : {}),
+        trials: bfcl.trials,
+        trial: { policy, sampling: spec.sampling },
+      });
+    }
+  }
+  if (tau2) {
+    const { endpoint, sampling } = tau2.userSimulator;
+    const user: EvalEndpoint = {
+      baseUrl: endpoint.baseUrl,
+      model: endpoint.model,
+      ...(endpoint.apiKeyEnv ? { apiKeyEnv: endpoint.apiKeyEnv } : {}),
+    };
+    for (const domain of tau2.domains) {
+      groups.push({
+        ...common,
+        benchmark: 'tau2',
+        group: domain,
+        split: tau2.split,
+        ...(tau2.taskIds ? { taskIds: tau2.taskIds } : {}),
+        ...(tau2.limit ? { limit: tau2.limit } : {}),
+        trials: tau2.trials,
+        trial: {
+          policy,
+          sampling: spec.sampling,
+          user,
+          userSampling: sampling,
+          split: tau2.split,
+          maxSteps: tau2.maxSteps,
+          maxErrors: tau2.maxErrors,
+          seed: tau2.seed,
+        },
+      });
+    }
+  }
+  return groups;
+}
+
+/**
+ * An evaluation of one policy on tau2-bench and BFCL-V4 multi-turn through the official code: one
+ * EvaluationGroup child per category or domain, one after another, each running its (task, trial)
+ * activities `concurrency` at a time on the Python evaluation worker; then the metrics. Pause holds
+ * new trials (running ones finish), resume continues, cancel stops the children and their trials.
+ * Started again under the same id, every stored trial is returned as it is, never re-run.
+ */
+export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
+  const spec: EvaluationSpec = await validateSpec('Evaluation', input);
+  const runId = workflowInfo().workflowId;
+  const control = new RunControl('Evaluation', 0);
+  const groups = planGroups(spec, runId);
+  const statuses = new Map<string, GroupStatus>(
+    groups.map((g) => [
+      `${g.benchmark}/${g.group}`,
+      { benchmark: g.benchmark, group: g.group, state: 'pending', done: 0, total: 0, meanReward: null, modelErrors: 0 },
+    ]),
+  );
+  let paused = false;
+  let activeChild: string | undefined;
+  const forward = async () => {
+    if (activeChild) await getExternalWorkflowHandle(activeChild).signal(groupPauseSignal, paused);
+  };
+  // The run's own pause/resume (replacing RunControl's handlers) also reach the running child.
+  setHandler(
+    pauseSignal,
+    async () => {
+      paused = true;
+      control.setState('paused');
+      await forward();
+    },
+    { description: pauseSignal.description },
+  );
+  setHandler(
+    resumeSignal,
+    async () => {
+      paused = false;
+      control.setState('running');
+      await forward();
+    },
+    { description: resumeSignal.description },
+  );
+  const report = () => {
+    const all = [...statuses.values()];
+    const counts: Record<string, number> = {};
+    for (const s of all) {
+      counts[`${s.benchmark}/${s.group} done`] = s.done;
+      counts[`${s.benchmark}/${s.group} total`] = s.total;
+    }
+    const active = all.find((s) => s.state === 'running');
+    control.progress(
+      all.reduce((n, s) => n + s.done, 0),
+      active ? `${active.benchmark} ${active.group}` : 'between groups',
+      counts,
+    );
+  };
+  setHandler(groupsQuery, () => [...statuses.values()], { description: groupsQuery.description });
+  setHandler(
+    groupProgressSignal,
+    (status) => {
+      statuses.set(`${status.benchmark}/${status.group}`, status);
+      report();
+    },
+    { description: groupProgressSignal.description },
+  );
+
+  await recordRunStart({ runId, kind: 'Evaluation', spec });
+  const results: EvaluationGroupResult[] = [];
+  let metrics: EvaluationMetrics;
+  const { listTasks, summarize } = evalActivities(spec.evalTaskQueue);
+  try {
+    // The tasks first, so the run knows its total and a bad task id fails it before any trial.
+    control.progress(0, 'listing tasks');
+    for (const [index, group] of groups.entries()) {
+      const listed = await listTasks({
+        benchmark: group.benchmark,
+        group: group.group,
+        ...(group.split === undefined ? {} : { split: group.split }),
+        ...(group.taskIds === undefined ? {} : { taskIds: group.taskIds }),
+        ...(group.limit === undefined ? {} : { limit: group.limit }),
+      });
+      const key = `${group.benchmark}/${group.group}`;
+      statuses.set(key, { ...statuses.get(key)!, total: listed.taskIds.length * group.trials });
+      const { limit: _limit, ...rest } = group;
+      groups[index] = { ...rest, taskIds: listed.taskIds };
+    }
+    control.setTotal([...statuses.values()].reduce((n, s) => n + s.total, 0));
+    report();
+    for (const group of groups) {
+      await condition(() => !paused);
+      const childId = `${runId}/${group.benchmark}/${group.group}`;
+      const child = await startChild(EvaluationGroup, {
+        workflowId: childId,
+        args: [{ ...group, paused }],
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      });
+      activeChild = childId;
+      const result = await child.result();
+      activeChild = undefined;
+      results.push(result);
+      const key = `${group.benchmark}/${group.group}`;
+      const last = statuses.get(key)!;
+      statuses.set(key, { ...last, state: 'done', done: result.trials, total: result.trials });
+      report();
+    }
+    control.progress(results.reduce((n, r) => n + r.trials, 0), 'computing the metrics');
+    metrics = await summarize({
+      evaluationId: runId,
+      ...(spec.compareWith ? { compareWith: spec.compareWith } : {}),
+      bootstrapSamples: spec.bootstrapSamples,
+      confidence: spec.confidence,
+    });
+  } catch (error) {
+    return endRunOnError(control, runId, error);
+  }
+  const summary: EvaluationSummary = { name: spec.name, policy: policyEndpoint(spec.policy), groups: results, metrics };
+  control.progress(metrics.trials, 'done');
+  control.setState('completed');
+  await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
+  return summary;
+}
