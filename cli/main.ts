@@ -11,6 +11,7 @@ import { REPO_ROOT } from '../deploy/paths.js';
 import { stackDown, stackStatus, stackUp } from '../deploy/stack.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { temporalTarget } from '../services/temporal/connection.js';
+import { ExportFormatListSchema, ExportFormatSchema } from '../schemas/export-formats.js';
 import { SpecValidationError } from '../schemas/spec-error.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflows/grpo-controls.js';
 import { cellStatesQuery } from '../workflows/study-controls.js';
@@ -41,7 +42,11 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld report <id>                 stored statistics and model usage by role; for a training
                                         run its metrics per iteration; for a scaling study its
                                         fitted report (Markdown tables, SVG plots)
-  mockworld export <id> [--out DIR]     write a synthesis run's dataset (tasks.jsonl, verl.jsonl)
+  mockworld export <id> [--out DIR] [--format F,...]
+                                        write a synthesis run's dataset: jsonl (tasks.jsonl, verl.jsonl;
+                                        the default), verl-parquet (verl's RL layout), hf (Hugging Face
+                                        datasets: Parquet shards + dataset card), sft (demonstrations
+                                        as chats with tool calls), or all
   mockworld import <tasks.jsonl> [--id ID]
                                         store exported tasks (or your own, same format) as a dataset
                                         a GrpoTraining spec trains on (dataset.synthesisRunId: ID)
@@ -67,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
       tasks: { type: 'boolean', default: false },
       metrics: { type: 'boolean', default: false },
       out: { type: 'string' },
+      format: { type: 'string', default: 'jsonl' },
       'task-queue': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
@@ -222,8 +228,14 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'export': {
       const id = needId();
-      const result = await exportRun(id, values.out);
-      print(`${result.rows} tasks written to\n  ${result.tasksFile}\n  ${result.verlFile}`, result);
+      const formats = ExportFormatListSchema.safeParse(values.format);
+      if (!formats.success)
+        throw new UsageError(
+          `--format takes ${ExportFormatSchema.options.join(', ')} or all, comma-separated; got "${values.format}"`,
+        );
+      const result = await exportRun(id, values.out, formats.data);
+      const files = Object.values(result.files).map((file) => `  ${file}`);
+      print(`${result.rows} tasks written to\n${files.join('\n')}`, result);
       return 0;
     }
     case 'import': {

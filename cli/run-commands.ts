@@ -5,7 +5,9 @@ import { renderRewardSvg } from '../activities/training/reward-plot.js';
 import { usageByRole } from '../activities/llm/index.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { statusQuery } from '../workflows/controls.js';
-import { datasetDirectoryName, exportRunDataset, type ExportResult } from '../activities/synthesis/export.js';
+import { exportRunFormats, type FormatsExport } from '../activities/export/index.js';
+import { datasetDirectoryName } from '../activities/synthesis/export.js';
+import type { ExportFormat } from '../schemas/export-formats.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ProgressLine } from './progress.js';
@@ -80,12 +82,20 @@ export async function writeRewardPlot(
   return file;
 }
 
-/** Writes a synthesis run's kept tasks to `directory` (default: the run's own export folder). */
-export async function exportRun(runId: string, directory?: string): Promise<ExportResult> {
+/**
+ * Writes a synthesis run's kept tasks in `formats` to `directory` (default: the run's own export
+ * folder; README "Export formats").
+ */
+export async function exportRun(
+  runId: string,
+  directory: string | undefined,
+  formats: readonly ExportFormat[],
+): Promise<FormatsExport> {
   const env = loadEnvironment();
-  return exportRunDataset(
+  return exportRunFormats(
     getPool(env.DATABASE_URL),
     runId,
     path.resolve(directory ?? path.join(env.MOCKWORLD_HOME, 'datasets', datasetDirectoryName(runId))),
+    formats,
   );
 }
