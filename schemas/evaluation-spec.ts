@@ -16,14 +16,21 @@ const EvalSamplingSchema = z
       .max(2)
       .default(0)
       .describe('Sampling temperature (tau2 and BFCL leaderboards: 0 or near it). Moves scores.'),
-    topP: z.number().gt(0).max(1).optional().describe('tau2 only: BFCL\u2019s handler sends the temperature alone.'),
+    topP: z
+      .number()
+      .gt(0)
+      .max(1)
+      .optional()
+      .describe('tau2 only: BFCL\u2019s handler sends the temperature alone.'),
     maxTokens: z.number().int().min(1).max(131_072).optional().describe('tau2 only (see topP).'),
   })
   .strict();
 
 /** The policy: an OpenAI-compatible endpoint, or a step of a training run served by the policy server. */
 const PolicySchema = z.union([
-  z.object({ endpoint: ModelEndpointSchema.describe('Any OpenAI-compatible endpoint serving the policy.') }).strict(),
+  z
+    .object({ endpoint: ModelEndpointSchema.describe('Any OpenAI-compatible endpoint serving the policy.') })
+    .strict(),
   z
     .object({
       checkpoint: z
@@ -53,14 +60,33 @@ const taskSelection = {
 
 const Tau2Schema = z
   .object({
-    domains: z.array(z.enum(TAU2_DOMAINS)).min(1).default([...TAU2_DOMAINS]),
-    split: z.string().min(1).default('base').describe('tau2 task split: base is airline 50, retail 114, telecom 114.'),
-    trials: z.number().int().min(1).max(32).default(4).describe('Trials per task: Avg@k and pass^k use them.'),
+    domains: z
+      .array(z.enum(TAU2_DOMAINS))
+      .min(1)
+      .default([...TAU2_DOMAINS]),
+    split: z
+      .string()
+      .min(1)
+      .default('base')
+      .describe('tau2 task split: base is airline 50, retail 114, telecom 114.'),
+    trials: z
+      .number()
+      .int()
+      .min(1)
+      .max(32)
+      .default(4)
+      .describe('Trials per task: Avg@k and pass^k use them.'),
     userSimulator: z
       .object({ endpoint: ModelEndpointSchema, sampling: EvalSamplingSchema.default({ temperature: 0 }) })
       .strict()
       .describe('The user simulator (must support tool calling: the telecom user has tools). Moves scores.'),
-    maxSteps: z.number().int().min(1).max(10_000).default(200).describe('tau2 step limit (its CLI default 200).'),
+    maxSteps: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(200)
+      .describe('tau2 step limit (its CLI default 200).'),
     maxErrors: z.number().int().min(1).max(1_000).default(10),
     seed: z.number().int().default(300).describe('tau2 run seed; trial i gets the seed tau2 derives for it.'),
     ...taskSelection,
@@ -69,7 +95,10 @@ const Tau2Schema = z
 
 const BfclSchema = z
   .object({
-    categories: z.array(z.enum(BFCL_CATEGORIES)).min(1).default([...BFCL_CATEGORIES]),
+    categories: z
+      .array(z.enum(BFCL_CATEGORIES))
+      .min(1)
+      .default([...BFCL_CATEGORIES]),
     trials: z.number().int().min(1).max(32).default(1).describe('BFCL scores one trial; more give Avg@k.'),
     ...taskSelection,
   })
@@ -84,9 +113,15 @@ export const EvaluationSpecSchema = z
     benchmarks: z
       .object({ tau2: Tau2Schema.optional(), bfcl: BfclSchema.optional() })
       .strict()
-      .refine((b) => b.tau2 !== undefined || b.bfcl !== undefined, { message: 'name at least one benchmark' }),
+      .refine((b) => b.tau2 !== undefined || b.bfcl !== undefined, {
+        message: 'name at least one benchmark',
+      }),
     concurrency: z.number().int().min(1).max(256).default(4).describe('Trials in flight at once.'),
-    evalTaskQueue: z.string().min(1).default('mockworld-eval').describe('Task queue of the evaluation worker.'),
+    evalTaskQueue: z
+      .string()
+      .min(1)
+      .default('mockworld-eval')
+      .describe('Task queue of the evaluation worker.'),
     compareWith: z
       .string()
       .min(1)

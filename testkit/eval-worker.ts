@@ -30,9 +30,13 @@ export async function startEvalWorker(env: Record<string, string>): Promise<Eval
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`evaluation worker exited with ${code}:\n${log.slice(-3000)}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`evaluation worker exited with ${code}:\n${log.slice(-3000)}`)),
+    );
     child.once('error', (error) =>
-      reject(new Error(`cannot start ${PYTHON} (${error.message}): run bash deploy/eval-venv.sh (npm test does)`)),
+      reject(
+        new Error(`cannot start ${PYTHON} (${error.message}): run bash deploy/eval-venv.sh (npm test does)`),
+      ),
     );
   });
   return {

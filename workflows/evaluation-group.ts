@@ -2,7 +2,12 @@ import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '
 import type { EvalBenchmark, TrialInput, TrialSummary } from '../schemas/evaluation-contract.js';
 import { mapBounded } from './bounded.js';
 import { evalActivities } from './evaluation-activities.js';
-import { groupPauseSignal, groupProgressSignal, tasksQuery, type GroupStatus } from './evaluation-controls.js';
+import {
+  groupPauseSignal,
+  groupProgressSignal,
+  tasksQuery,
+  type GroupStatus,
+} from './evaluation-controls.js';
 
 /** One benchmark group of an Evaluation run: a BFCL category or a tau2 domain. */
 export interface EvaluationGroupInput {
@@ -41,7 +46,9 @@ export interface EvaluationGroupResult {
 export async function EvaluationGroup(input: EvaluationGroupInput): Promise<EvaluationGroupResult> {
   const { listTasks, runTrial } = evalActivities(input.taskQueue);
   let paused = input.paused;
-  setHandler(groupPauseSignal, (value) => void (paused = value), { description: groupPauseSignal.description });
+  setHandler(groupPauseSignal, (value) => void (paused = value), {
+    description: groupPauseSignal.description,
+  });
   const results = new Map<string, string[]>();
   setHandler(tasksQuery, () => Object.fromEntries(results), { description: tasksQuery.description });
   const parent = workflowInfo().parent;

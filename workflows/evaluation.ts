@@ -13,8 +13,17 @@ import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
 import { SHORT_ACTIVITY } from './activity-options.js';
 import { pauseSignal, resumeSignal } from './controls.js';
 import { evalActivities } from './evaluation-activities.js';
-import { groupPauseSignal, groupProgressSignal, groupsQuery, type GroupStatus } from './evaluation-controls.js';
-import { EvaluationGroup, type EvaluationGroupInput, type EvaluationGroupResult } from './evaluation-group.js';
+import {
+  groupPauseSignal,
+  groupProgressSignal,
+  groupsQuery,
+  type GroupStatus,
+} from './evaluation-controls.js';
+import {
+  EvaluationGroup,
+  type EvaluationGroupInput,
+  type EvaluationGroupResult,
+} from './evaluation-group.js';
 import { RunControl } from './run-control.js';
 import { endRunOnError } from './run-end.js';
 import { validateSpec } from './spec-guard.js';
@@ -36,11 +45,18 @@ export function policyEndpoint(policy: EvaluationSpec['policy']): EvalEndpoint {
     return { baseUrl, model, ...(apiKeyEnv ? { apiKeyEnv } : {}) };
   }
   const { runId, step, server } = policy.checkpoint;
-  return { baseUrl: server.baseUrl, model: `${runId}@${step}`, ...(server.apiKeyEnv ? { apiKeyEnv: server.apiKeyEnv } : {}) };
+  return {
+    baseUrl: server.baseUrl,
+    model: `${runId}@${step}`,
+    ...(server.apiKeyEnv ? { apiKeyEnv: server.apiKeyEnv } : {}),
+  };
 }
 
 /** The groups of a spec, in run order, each with the settings its trials share. */
-export function planGroups(spec: EvaluationSpec, evaluationId: string): Omit<EvaluationGroupInput, 'paused'>[] {
+export function planGroups(
+  spec: EvaluationSpec,
+  evaluationId: string,
+): Omit<EvaluationGroupInput, 'paused'>[] {
   const policy = policyEndpoint(spec.policy);
   const common = { evaluationId, concurrency: spec.concurrency, taskQueue: spec.evalTaskQueue };
   const groups: Omit<EvaluationGroupInput, 'paused'>[] = [];
@@ -105,7 +121,15 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   const statuses = new Map<string, GroupStatus>(
     groups.map((g) => [
       `${g.benchmark}/${g.group}`,
-      { benchmark: g.benchmark, group: g.group, state: 'pending', done: 0, total: 0, meanReward: null, modelErrors: 0 },
+      {
+        benchmark: g.benchmark,
+        group: g.group,
+        state: 'pending',
+        done: 0,
+        total: 0,
+        meanReward: null,
+        modelErrors: 0,
+      },
     ]),
   );
   let paused = false;
@@ -195,7 +219,10 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
       statuses.set(key, { ...last, state: 'done', done: result.trials, total: result.trials });
       report();
     }
-    control.progress(results.reduce((n, r) => n + r.trials, 0), 'computing the metrics');
+    control.progress(
+      results.reduce((n, r) => n + r.trials, 0),
+      'computing the metrics',
+    );
     metrics = await summarize({
       evaluationId: runId,
       ...(spec.compareWith ? { compareWith: spec.compareWith } : {}),
@@ -205,7 +232,12 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   } catch (error) {
     return endRunOnError(control, runId, error);
   }
-  const summary: EvaluationSummary = { name: spec.name, policy: policyEndpoint(spec.policy), groups: results, metrics };
+  const summary: EvaluationSummary = {
+    name: spec.name,
+    policy: policyEndpoint(spec.policy),
+    groups: results,
+    metrics,
+  };
   control.progress(metrics.trials, 'done');
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });

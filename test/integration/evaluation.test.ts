@@ -22,12 +22,18 @@ describe('an Evaluation run', () => {
   let tw: TestWorker;
   let evalWorker: EvalWorkerProcess;
   const evalQueue = `eval-${randomBytes(4).toString('hex')}`;
-  const categories = ['multi_turn_base', 'multi_turn_miss_func', 'multi_turn_miss_param', 'multi_turn_long_context'];
+  const categories = [
+    'multi_turn_base',
+    'multi_turn_miss_func',
+    'multi_turn_miss_param',
+    'multi_turn_long_context',
+  ];
 
   beforeAll(async () => {
     db = await createTestDatabase();
     const plans: Record<string, ReplayPlans[string]> = {};
-    for (const category of categories) Object.assign(plans, await replayPlans('bfcl', category, [`${category}_0`]));
+    for (const category of categories)
+      Object.assign(plans, await replayPlans('bfcl', category, [`${category}_0`]));
     Object.assign(plans, await replayPlans('tau2', 'airline', ['0'], 2));
     models = await startModelServer({ script: evalReplayScript(plans) });
     tw = await startTestWorker(inject('temporalAddress'), db.url);
@@ -89,7 +95,12 @@ describe('an Evaluation run', () => {
       expect(group.modelErrors).toBe(0);
     }
     const airline = metrics.groups.find((g) => g.group === 'airline')!;
-    expect(airline).toMatchObject({ tasks: 1, k: 2, passHatK: { '1': 1, '2': 1 }, terminations: { user_stop: 2 } });
+    expect(airline).toMatchObject({
+      tasks: 1,
+      k: 2,
+      passHatK: { '1': 1, '2': 1 },
+      terminations: { user_stop: 2 },
+    });
     expect(metrics.bfclOverall).toMatchObject({ complete: true, accuracy: 1 });
     expect(summary.groups.map((g) => g.packages['bfcl-eval'])).toContain('2026.3.23');
 
@@ -97,19 +108,29 @@ describe('an Evaluation run', () => {
     expect(groups.every((g) => g.state === 'done')).toBe(true);
     const child = tw.client.workflow.getHandle(`${workflowId}/tau2/airline`);
     expect(await child.query(tasksQuery)).toEqual({ '0': ['1', '1'] });
-    const rows = await query<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM eval_trials WHERE evaluation_id = $1', [
+    const rows = await query<{ n: number }>(
+      db.url,
+      'SELECT count(*)::int AS n FROM eval_trials WHERE evaluation_id = $1',
+      [workflowId],
+    );
+    expect(rows[0]!.n).toBe(6);
+    const run = await query<{ status: string }>(db.url, 'SELECT status FROM runs WHERE run_id = $1', [
       workflowId,
     ]);
-    expect(rows[0]!.n).toBe(6);
-    const run = await query<{ status: string }>(db.url, 'SELECT status FROM runs WHERE run_id = $1', [workflowId]);
     expect(run[0]!.status).toBe('completed');
     await recordHistory(workflowId, 'evaluation-paused-resumed');
     await recordHistory(`${workflowId}/tau2/airline`, 'evaluation-group-tau2');
 
     // Started again under the same id: every trial is found stored, none is run again.
     const calls = models.requestCount();
-    const again = await tw.client.workflow.execute('Evaluation', { args: [spec()], taskQueue: tw.taskQueue, workflowId });
+    const again = await tw.client.workflow.execute('Evaluation', {
+      args: [spec()],
+      taskQueue: tw.taskQueue,
+      workflowId,
+    });
     expect(models.requestCount()).toBe(calls);
-    expect((again as EvaluationSummary).metrics.groups.map((g) => g.avgAtK)).toEqual(metrics.groups.map((g) => g.avgAtK));
+    expect((again as EvaluationSummary).metrics.groups.map((g) => g.avgAtK)).toEqual(
+      metrics.groups.map((g) => g.avgAtK),
+    );
   }, 600_000);
 });
