@@ -17,6 +17,7 @@ import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflow
 import { cellStatesQuery } from '../workflows/study-controls.js';
 import { runCpuWorker } from '../workers/cpu-worker.js';
 import { demo } from './demo.js';
+import { renderEvaluationReport } from './evaluation-view.js';
 import { renderReport } from './report-view.js';
 import { exportRun, readReport, waitForRun, writeRewardPlot } from './run-commands.js';
 import { codecServer, modelGateway } from './service-commands.js';
@@ -205,6 +206,12 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'report': {
       const report = await readReport(needId());
+      if (report.kind === 'Evaluation') {
+        const pool = getPool(loadEnvironment().DATABASE_URL);
+        const view = await renderEvaluationReport(pool, report.runId, report.status, report.summary);
+        print(view.text, { ...report, ...view.json });
+        return 0;
+      }
       if (report.kind === 'ScalingStudy') {
         // Re-fitted from the stored cells, so it also shows a study that is still training.
         const written = await writeStudyReport(getPool(loadEnvironment().DATABASE_URL), report.runId);
