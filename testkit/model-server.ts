@@ -50,11 +50,21 @@ export interface ScriptedToolCall {
   readonly id?: string;
 }
 
-/** An answer: plain text, or content / tool calls with an optional finish reason. */
+/**
+ * An answer: plain text, or content / tool calls with an optional finish reason and response
+ * headers (e.g. the policy server's `x-policy-version`).
+ */
 export type Reply =
   | string
-  | { readonly content: string; readonly finishReason?: string }
-  | { readonly toolCalls: readonly ScriptedToolCall[]; readonly content?: string };
+  | { readonly content: string; readonly finishReason?: string; readonly headers?: ReplyHeaders }
+  | {
+      readonly toolCalls: readonly ScriptedToolCall[];
+      readonly content?: string;
+      readonly headers?: ReplyHeaders;
+    };
+
+/** HTTP headers sent with a scripted answer. */
+export type ReplyHeaders = Readonly<Record<string, string>>;
 
 /** A rule: answers requests of `role` (any role when unset) for which `when` holds. */
 export interface Rule {
@@ -424,12 +434,14 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         );
         return;
       }
-      case undefined:
+      case undefined: {
         // Counted once the whole answer has been handed to the client: the calls a real
         // endpoint would bill. A client that went away before this is not billed here.
         bill(true);
-        sendJson(res, 200, completion(body, index, await replyFor(rule, request)));
+        const reply = await replyFor(rule, request);
+        sendJson(res, 200, completion(body, index, reply), { ...normalizeReply(reply).headers });
         return;
+      }
       default: {
         const unknown: never = fault;
         throw new Error(`unknown fault ${JSON.stringify(unknown)}`);
@@ -578,9 +590,10 @@ function normalizeReply(reply: Reply): {
   content?: string;
   toolCalls?: readonly ScriptedToolCall[];
   finishReason?: string;
+  headers?: ReplyHeaders;
 } {
   if (typeof reply === 'string') return { content: reply };
-  if ('toolCalls' in reply) return { toolCalls: reply.toolCalls, content: reply.content };
+  if ('toolCalls' in reply) return { toolCalls: reply.toolCalls, content: reply.content, headers: reply.headers };
   return reply;
 }
 

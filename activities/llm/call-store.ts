@@ -8,6 +8,8 @@ import type { ChatCompletionMessage, RoleUsage } from './types.js';
 export interface StoredResponse {
   readonly message: ChatCompletionMessage;
   readonly finishReason: string;
+  /** The policy version that answered, when the server named it (`x-policy-version`). */
+  readonly servedVersion?: string;
 }
 
 /** One `llm_calls` row as the model layer reads it. */

@@ -102,7 +102,11 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
         const choice = answer.completion.choices[0]!;
         // Only the fields the stages read, and at most the answer bound: a hostile server's 3 MB
         // answer or 5,000-deep extra field never reaches a row (it is stored cut, marked oversized).
-        const response = boundedAnswer(choice.message, choice.finish_reason ?? 'stop');
+        const response = {
+          ...boundedAnswer(choice.message, choice.finish_reason ?? 'stop'),
+          // Which policy version answered: a cached answer still says so.
+          ...(answer.servedVersion !== undefined ? { servedVersion: answer.servedVersion } : {}),
+        };
         // The answer is paid for: a ledger write cut off by a PostgreSQL restart is retried here,
         // since failing the activity would make its retry ask (and pay) again; a caller that left
         // meanwhile does not stop it (the retry is bounded in time).
@@ -217,6 +221,7 @@ function toResult(stored: StoredCall, cached: boolean): ChatResult {
     cacheKey: stored.cacheKey,
     message: stored.response.message,
     finishReason: stored.response.finishReason,
+    ...(stored.response.servedVersion !== undefined ? { servedVersion: stored.response.servedVersion } : {}),
     usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens },
     cached,
     latencyMs: stored.latencyMs,

@@ -43,6 +43,11 @@ export interface ChatResult {
   readonly message: ChatCompletionMessage;
   /** The endpoint's finish reason (`stop`, `length`, `tool_calls`, ...). */
   readonly finishReason: string;
+  /**
+   * The policy version whose weights answered, when the server names it (the `x-policy-version`
+   * header of mockworld's policy server); absent otherwise.
+   */
+  readonly servedVersion?: string;
   /** Usage of the stored call; counted once in the ledger however often the answer is read. */
   readonly usage: TokenUsage;
   /** True when this invocation made no upstream call (found in the store or joined an in-flight call). */

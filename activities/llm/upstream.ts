@@ -89,9 +89,18 @@ class AttemptFailure extends Error {
   }
 }
 
+/**
+ * Response header naming the policy version whose weights answered (mockworld's policy server,
+ * workers/trainer/mockworld_trainer/serving/http.py): a rollout can tell it was served by another
+ * version than the one it was scheduled for.
+ */
+export const POLICY_VERSION_HEADER = 'x-policy-version';
+
 /** A successful upstream answer. */
 export interface UpstreamAnswer {
   readonly completion: ChatCompletion;
+  /** The {@link POLICY_VERSION_HEADER} of the answer, when the server sent one (printable, at most 64 characters). */
+  readonly servedVersion?: string;
   /** HTTP attempts made, the successful one included. */
   readonly attempts: number;
   /** From the first attempt's start to the answer, retries and backoff included. */
@@ -124,10 +133,15 @@ export async function completeUpstream(
     started ??= Date.now();
     let failure: AttemptFailure;
     try {
-      const completion = await attemptOnce(client, endpoint, body, signal, role);
+      const { completion, servedVersion } = await attemptOnce(client, endpoint, body, signal, role);
       const usage = completion.usage;
       permit.release(usage ? usage.prompt_tokens + usage.completion_tokens : undefined);
-      return { completion, attempts: attempt, latencyMs: Date.now() - started };
+      return {
+        completion,
+        attempts: attempt,
+        latencyMs: Date.now() - started,
+        ...(servedVersion !== undefined ? { servedVersion } : {}),
+      };
     } catch (error) {
       // Pause before freeing the slot, or the next waiter would be sent straight into the 429.
       if (error instanceof AttemptFailure && error.status === 429 && error.retryAfterMs !== undefined) {
@@ -163,7 +177,7 @@ async function attemptOnce(
   body: ChatCompletionCreateParamsNonStreaming,
   signal: AbortSignal | undefined,
   role: string | undefined,
-): Promise<ChatCompletion> {
+): Promise<{ completion: ChatCompletion; servedVersion?: string }> {
   // Our own timer: the client's timeout stops at the headers, a server can still hang in the body.
   const controller = new AbortController();
   let timedOut = false;
@@ -174,13 +188,21 @@ async function attemptOnce(
   const onAbort = () => controller.abort(signal!.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const completion: unknown = await client.chat.completions.create(body, {
-      signal: controller.signal,
-      maxRetries: 0,
-      timeout: endpoint.timeoutMs,
-      headers: roleHeaders(role),
-    });
-    return checkCompletion(completion);
+    const { data: completion, response } = await client.chat.completions
+      .create(body, {
+        signal: controller.signal,
+        maxRetries: 0,
+        timeout: endpoint.timeoutMs,
+        headers: roleHeaders(role),
+      })
+      .withResponse();
+    const version = response.headers.get(POLICY_VERSION_HEADER);
+    // Kept only when it can be a version (a hostile server's header is not stored).
+    const servedVersion = version !== null && /^[\x21-\x7e]{1,64}$/.test(version) ? version : undefined;
+    return {
+      completion: checkCompletion(completion as unknown),
+      ...(servedVersion ? { servedVersion } : {}),
+    };
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
     throw classify(error, timedOut, endpoint.timeoutMs);

@@ -24,8 +24,10 @@ export interface BuildIterationBatchInput {
   readonly truncation?: TruncationRule;
 }
 
-/** Judged rollouts of the iteration that are not in the batch, by why. */
+/** Judged rollouts of the iteration that are not in the batch, by why (each counted once, first reason). */
 export interface LeftOut {
+  /** A turn was served by another policy version than scheduled: not on-policy (episodes.off_policy). */
+  readonly offPolicy: number;
   /** Cut at a cap, under the `drop` rule. */
   readonly truncated: number;
 }
@@ -40,6 +42,7 @@ interface RolloutRow {
   task_id: string;
   reward: number;
   end_reason: string;
+  off_policy: string | null;
 }
 
 /**
@@ -52,7 +55,7 @@ export async function buildIterationBatch(
   input: BuildIterationBatchInput,
 ): Promise<IterationBatch> {
   const { rows } = await pool.query<RolloutRow>(
-    `SELECT e.episode_id, e.task_id, j.reward, e.end_reason
+    `SELECT e.episode_id, e.task_id, j.reward, e.end_reason, e.off_policy
        FROM episodes e JOIN judgements j ON j.episode_id = e.episode_id
       WHERE starts_with(e.episode_id, $1) AND e.purpose = 'rollout'
       ORDER BY e.episode_id`,
@@ -60,11 +63,16 @@ export async function buildIterationBatch(
   );
   const drop = (input.truncation ?? 'score') === 'drop';
   const truncated = (row: RolloutRow) => TRUNCATED_END_REASONS.includes(row.end_reason as never);
-  const trained = rows.filter((row) => !(drop && truncated(row)));
+  const offPolicy = rows.filter((row) => row.off_policy !== null);
+  const onPolicy = rows.filter((row) => row.off_policy === null);
+  const trained = onPolicy.filter((row) => !(drop && truncated(row)));
   const summary = await buildTrainerBatch(pool, {
     runId: input.runId,
     step: input.step,
     items: trained.map((r) => ({ episodeId: r.episode_id, taskId: r.task_id, reward: r.reward })),
   });
-  return { ...summary, leftOut: { truncated: rows.length - trained.length } };
+  return {
+    ...summary,
+    leftOut: { offPolicy: offPolicy.length, truncated: onPolicy.length - trained.length },
+  };
 }

@@ -85,6 +85,8 @@ export interface RolloutSummaryMetrics {
   };
   /** Episodes cut at a cap (max_turns, length_limit, transcript_limit): GrpoTraining's `truncation` rule applies. */
   readonly truncated: number;
+  /** Episodes with a turn served by another policy version than scheduled (never trained on). */
+  readonly offPolicy: number;
   /**
    * The policy's calls billed to the run at the policy versions of these episodes (from
    * `llm_calls`, each call counted once; evaluations at the same version are included).
@@ -121,6 +123,7 @@ export async function summarizeRollouts(
     user_stop: number;
     length_limit: number;
     transcript_limit: number;
+    off_policy: number;
   }>(
     `SELECT count(*)::int AS episodes,
             count(e.end_reason)::int AS ended,
@@ -138,7 +141,8 @@ export async function summarizeRollouts(
             count(*) FILTER (WHERE e.end_reason = 'max_turns')::int AS max_turns,
             count(*) FILTER (WHERE e.end_reason = 'user_stop')::int AS user_stop,
             count(*) FILTER (WHERE e.end_reason = 'length_limit')::int AS length_limit,
-            count(*) FILTER (WHERE e.end_reason = 'transcript_limit')::int AS transcript_limit
+            count(*) FILTER (WHERE e.end_reason = 'transcript_limit')::int AS transcript_limit,
+            count(e.off_policy)::int AS off_policy
        FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
       WHERE starts_with(e.episode_id, $1) AND e.purpose = $2`,
     [prefix, purpose],
@@ -175,6 +179,7 @@ export async function summarizeRollouts(
       transcript_limit: r.transcript_limit,
     },
     truncated: r.max_turns + r.length_limit + r.transcript_limit,
+    offPolicy: r.off_policy,
     policyTokens: tokens.rows[0]!,
   };
 }

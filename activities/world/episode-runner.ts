@@ -26,6 +26,7 @@ import {
   userUnavailableObservation,
 } from './observations.js';
 import { agentForTurn, isCutTurn, responseTokensAfter } from './response-length.js';
+import { offPolicyTurn } from './served-version.js';
 import { loadTask, type WorldTask } from './task-store.js';
 import { resolveToolCall } from './tool-mapping.js';
 import { validateToolCall } from './tool-validation.js';
@@ -161,6 +162,8 @@ export async function runEpisode(
       endDetail: outcome.rejected ?? null,
       openingTokens,
       responseTokens,
+      // The first turn another policy version answered: the rollout is not trained on as on-policy.
+      offPolicy: state.offPolicy ?? offPolicyTurn(input.policyVersion, answer.servedVersion, turn) ?? null,
     };
     const bytes = utf8Bytes(JSON.stringify(next.messages));
     if (bytes > BOUNDS.transcriptBytes) {

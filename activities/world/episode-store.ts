@@ -13,6 +13,8 @@ export interface EpisodeState extends EpisodeProgress {
   readonly openingTokens: number | null;
   /** The agent's response so far in the engine's tokens (response-length.ts). */
   readonly responseTokens: number;
+  /** Set when a turn was served by another policy version than scheduled (served-version.ts). */
+  readonly offPolicy: string | null;
 }
 
 interface Row {
@@ -29,6 +31,7 @@ interface Row {
   end_detail: string | null;
   opening_tokens: number | null;
   response_tokens: number;
+  off_policy: string | null;
 }
 
 /**
@@ -55,7 +58,7 @@ export async function openEpisode(
   );
   const { rows } = await pool.query<Row>(
     `SELECT task_id, purpose, sample_index, policy_version, messages, turns, tool_calls, user_questions,
-            tool_errors, end_reason, end_detail, opening_tokens, response_tokens
+            tool_errors, end_reason, end_detail, opening_tokens, response_tokens, off_policy
        FROM episodes WHERE episode_id = $1`,
     [input.episodeId],
   );
@@ -85,6 +88,7 @@ export async function openEpisode(
     endDetail: row.end_detail,
     openingTokens: row.opening_tokens,
     responseTokens: row.response_tokens,
+    offPolicy: row.off_policy,
   };
 }
 
@@ -101,7 +105,8 @@ export async function checkpointEpisode(
   const { rowCount } = await pool.query(
     `UPDATE episodes
         SET messages = $3::jsonb, turns = $4, tool_calls = $5, user_questions = $6, tool_errors = $7,
-            end_reason = $8, end_detail = $9, opening_tokens = $10, response_tokens = $11, updated_at = now()
+            end_reason = $8, end_detail = $9, opening_tokens = $10, response_tokens = $11,
+            off_policy = $12, updated_at = now()
       WHERE episode_id = $1 AND turns = $2 AND end_reason IS NULL`,
     [
       state.episodeId,
@@ -115,6 +120,7 @@ export async function checkpointEpisode(
       state.endDetail ?? null,
       state.openingTokens,
       state.responseTokens,
+      state.offPolicy,
     ],
   );
   if (rowCount !== 1) throw new EpisodeCheckpointConflictError(state.episodeId, previousTurns);
