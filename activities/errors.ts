@@ -8,9 +8,11 @@
  * non-retryable where it is thrown, so no policy needs to name it.
  */
 import { nonRetryableTypes, type ErrorClass } from './error-class.js';
+import { CORRECTNESS_ERRORS } from './correctness/errors.js';
 import { LLM_ERRORS } from './llm/errors.js';
 import { REWARD_ERRORS } from './reward/errors.js';
 import { SANDBOX_ERRORS } from './sandbox/errors.js';
+import { SEARCH_ERRORS } from './search/errors.js';
 import { STORE_ERRORS } from './store/errors.js';
 import { STUDY_ERRORS } from './study/errors.js';
 import { SYNTHESIS_ERRORS } from './synthesis/errors.js';
@@ -49,6 +51,8 @@ export const ACTIVITY_ERRORS = [
   ...TEMPLATE_ERRORS,
   ...STORE_ERRORS,
   ...SANDBOX_ERRORS,
+  ...SEARCH_ERRORS,
+  ...CORRECTNESS_ERRORS,
 ] as const satisfies readonly ErrorClass[];
 
 /**

@@ -1,5 +1,6 @@
 import { loadEnvironment } from '../schemas/environment.js';
 import { withLivenessHeartbeats } from './heartbeat.js';
+import { createCorrectnessActivities } from './correctness/index.js';
 import { createModelClient } from './llm/index.js';
 import { createRunActivities } from './runs.js';
 import { createSandboxActivities } from './sandbox/index.js';
@@ -28,6 +29,7 @@ export function createActivities(
     ...createStudyActivities(deps.databaseUrl, models),
     ...createSandboxActivities(loadEnvironment().MOCKWORLD_SANDBOX_VENV),
     ...createSearchActivities(deps.databaseUrl),
+    ...createCorrectnessActivities(deps.databaseUrl, models, loadEnvironment().MOCKWORLD_SANDBOX_VENV),
   });
 }
 

@@ -9,6 +9,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import { ACTIVITY_ERRORS, RunIdTakenError } from '../../activities/errors.js';
+import { CorrectnessInputError, MathVerifierError } from '../../activities/correctness/errors.js';
 import {
   ModelGatewayError,
   ModelRequestRejectedError,
@@ -17,6 +18,11 @@ import {
 } from '../../activities/llm/errors.js';
 import { EpisodeNotGradableError, UngradableRubricError } from '../../activities/reward/errors.js';
 import { SandboxRequestError, SandboxUnavailableError } from '../../activities/sandbox/errors.js';
+import {
+  SearchApiRejectedError,
+  SearchApiUnavailableError,
+  SearchCorpusError,
+} from '../../activities/search/errors.js';
 import {
   DatabaseNameError,
   DatabaseUnreachableError,
@@ -157,6 +163,26 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
     make: () => new SandboxUnavailableError('bubblewrap cannot create a user namespace'),
   },
   [SandboxRequestError.type]: { retried: false, make: () => new SandboxRequestError('code over 64 KiB') },
+  [SearchCorpusError.type]: {
+    retried: false,
+    make: () => new SearchCorpusError('facts', 'corpus.jsonl was not indexed: line 3: not JSON'),
+  },
+  [SearchApiRejectedError.type]: {
+    retried: false,
+    make: () => new SearchApiRejectedError('http://127.0.0.1:9/search', 'it refused the key (HTTP 401)'),
+  },
+  [SearchApiUnavailableError.type]: {
+    retried: true,
+    make: () => new SearchApiUnavailableError('http://127.0.0.1:9/search', 'HTTP 503'),
+  },
+  [CorrectnessInputError.type]: {
+    retried: false,
+    make: () => new CorrectnessInputError('a search problem needs a judge'),
+  },
+  [MathVerifierError.type]: {
+    retried: true,
+    make: () => new MathVerifierError('it printed a line that is not a verdict'),
+  },
   RangeError: { retried: true, make: () => new RangeError('Maximum call stack size exceeded') },
   RuntimeError: {
     retried: true,

@@ -34,6 +34,8 @@ const PURE_FOR_WORKFLOWS = new Set([
   'activities/templates/errors.ts',
   'activities/store/errors.ts',
   'activities/sandbox/errors.ts',
+  'activities/search/errors.ts',
+  'activities/correctness/errors.ts',
 ]);
 
 /** Product files may exceed this only with a reason at their top. */
