@@ -176,13 +176,13 @@ export interface ModelServerOptions {
   readonly embeddingDimensions?: number;
   /** Keep a {@link Delivery} per answer delivered (`deliveries`) and an {@link Arrival} per request (`arrivals`). Default false. */
   readonly logDeliveries?: boolean;
-}
-
   /**
    * Play a serving engine's admin API (serving-engine.ts): `models[0]` is its base model, loaded
    * adapters are listed and served by name, a chat for a model it does not serve is a 404.
    */
   readonly engine?: EngineKind;
+}
+
 /** Counters since start or the last `resetStats()`. */
 export interface ModelServerStats {
   /** Chat requests received, faulted ones included. */
@@ -236,10 +236,10 @@ export interface ModelServer {
   resetStats(): void;
   /** Stops listening and destroys every connection, hung ones included. */
   close(): Promise<void>;
-}
-
   /** The serving engine's admin API and state, when started with `engine`. */
   readonly engine: EngineDouble | undefined;
+}
+
 /** Starts a server on 127.0.0.1 at a free port. */
 export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
   let script = options.script;
@@ -255,9 +255,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const logDeliveries = options.logDeliveries ?? false;
   const stats: ModelServerStats = freshStats();
   let sequence = 0;
+  const engine = options.engine ? createEngineDouble(options.engine, models[0] ?? 'mock-model') : undefined;
 
   const server = http.createServer((req, res) => {
-  const engine = options.engine ? createEngineDouble(options.engine, models[0] ?? 'mock-model') : undefined;
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(error), type: 'server_error' } });
       else res.destroy();
@@ -278,14 +278,14 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       });
       return;
     }
-    if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/embeddings')) {
-      sendJson(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } });
     // The body is read once: the admin API and the chat route below share it.
     const text = req.method === 'POST' ? await readBody(req) : '';
     if (engine) {
       const admin = engine.handle(req.method ?? 'GET', req.url ?? '/', parseJson(text));
       if (admin) return sendJson(res, admin.status, admin.body);
     }
+    if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/embeddings')) {
+      sendJson(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } });
       return;
     }
     let body: unknown;
@@ -296,13 +296,13 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       return;
     }
     if (path === '/v1/embeddings') return embeddings(body as EmbeddingBody, res);
-    return chat(body as ChatRequestBody, req, res);
-  }
     const servable = engine?.canServe(String((body as ChatRequestBody).model));
     if (servable && !servable.ok) {
       sendJson(res, servable.status, { error: { message: servable.message, type: 'NotFoundError' } });
       return;
     }
+    return chat(body as ChatRequestBody, req, res);
+  }
 
   async function chat(
     body: ChatRequestBody,
@@ -501,9 +501,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       random = settings && { settings, next: mulberry32(settings.seed) };
     },
     pendingFaults: () => queued.length,
+    engine,
     resetStats: () => {
       const inFlight = stats.inFlight;
-    engine,
       Object.assign(stats, freshStats(), { inFlight, maxInFlight: inFlight });
       requests.length = 0;
       deliveries.length = 0;
@@ -593,7 +593,8 @@ function normalizeReply(reply: Reply): {
   headers?: ReplyHeaders;
 } {
   if (typeof reply === 'string') return { content: reply };
-  if ('toolCalls' in reply) return { toolCalls: reply.toolCalls, content: reply.content, headers: reply.headers };
+  if ('toolCalls' in reply)
+    return { toolCalls: reply.toolCalls, content: reply.content, headers: reply.headers };
   return reply;
 }
 
@@ -655,8 +656,6 @@ export function canonicalHash(value: unknown): string {
     .digest('hex');
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -665,6 +664,8 @@ function parseJson(text: string): unknown {
   }
 }
 
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
