@@ -20,7 +20,7 @@ import { demo } from './demo.js';
 import { renderEvaluationReport } from './evaluation-view.js';
 import { renderReport } from './report-view.js';
 import { exportRun, readReport, waitForRun, writeRewardPlot } from './run-commands.js';
-import { codecServer, modelGateway } from './service-commands.js';
+import { codecServer, modelGateway, viewer } from './service-commands.js';
 import { readSpecFile } from './spec-file.js';
 import { renderSummary } from './summary-view.js';
 import { renderRecord, renderTable } from './table.js';
@@ -57,6 +57,8 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld gateway [--port N] [--host H]
                                         model gateway: finishes and records every paid model call even
                                         when the worker that asked dies (workers: MOCKWORLD_MODEL_GATEWAY_URL)
+  mockworld view [--port N] [--host H]  results viewer in the browser (runs, tasks, transcripts, curves,
+                                        fits; read-only; 127.0.0.1:8234 unless told otherwise)
 
   --json   machine-readable output for scripts`;
 
@@ -268,6 +270,8 @@ async function main(argv: string[]): Promise<number> {
       return codecServer(values);
     case 'gateway':
       return modelGateway(values);
+    case 'view':
+      return viewer(values);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

@@ -4,6 +4,9 @@ import { loadEnvironment } from '../schemas/environment.js';
 import { DEFAULT_ALLOWED_ORIGINS, startCodecServer } from '../services/codec/codec-server.js';
 import { payloadCodecFromEnvironment } from '../services/codec/payload-codec.js';
 import { startModelGateway } from '../services/gateway/model-gateway.js';
+import { temporalTarget } from '../services/temporal/connection.js';
+import { isLoopback } from '../services/viewer/access.js';
+import { startViewer } from '../services/viewer/server.js';
 import { UsageError } from './usage.js';
 
 /** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (README "Payload encryption"). */
@@ -82,6 +85,37 @@ export async function modelGateway(values: { port?: string; host?: string }): Pr
     await gateway.close();
     console.error(`stopped with calls in flight; their retries will pay for them again`);
   }
+  return 0;
+}
+
+/**
+ * Serves the results viewer (README "Viewer") until Ctrl-C: read-only pages over the runs'
+ * PostgreSQL data, on 127.0.0.1 unless --host names another address and MOCKWORLD_VIEWER_TOKEN is set.
+ */
+export async function viewer(values: { port?: string; host?: string }): Promise<number> {
+  const env = loadEnvironment();
+  const host = values.host ?? '127.0.0.1';
+  if (!isLoopback(host) && !env.MOCKWORLD_VIEWER_TOKEN) {
+    throw new UsageError(
+      `--host ${host} opens the viewer (every run's tasks, transcripts and metrics) to the network: ` +
+        'set MOCKWORLD_VIEWER_TOKEN (16+ characters) first',
+    );
+  }
+  const ui = {
+    url: env.MOCKWORLD_TEMPORAL_UI_URL ?? `http://localhost:${env.TEMPORAL_UI_PORT}`,
+    namespace: temporalTarget().namespace,
+  };
+  const server = await startViewer({
+    databaseUrl: env.DATABASE_URL,
+    port: parsePort(values.port, env.MOCKWORLD_VIEWER_PORT),
+    host,
+    token: env.MOCKWORLD_VIEWER_TOKEN,
+    ui,
+  });
+  console.log(`viewer listening on ${server.url}${env.MOCKWORLD_VIEWER_TOKEN ? ' (open it with ?token=<MOCKWORLD_VIEWER_TOKEN>)' : ''}`);
+  console.error(`data: ${redactUrl(env.DATABASE_URL)} (read-only)\nTemporal UI links: ${ui.url}\nCtrl-C to stop`);
+  await untilInterrupted();
+  await server.close();
   return 0;
 }
 

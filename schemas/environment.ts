@@ -133,6 +133,28 @@ export const EnvironmentSchema = z.object({
     .describe(
       'Port of the codec server (`mockworld codec-server`; `stack up` starts it with MOCKWORLD_PAYLOAD_KEY set).',
     ),
+  MOCKWORLD_VIEWER_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65_535)
+    .default(8234)
+    .describe('Port of the results viewer (`mockworld view`).'),
+  MOCKWORLD_VIEWER_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .optional()
+    .describe('Token the viewer requires of every request; needed to serve it on a non-loopback --host.'),
+  MOCKWORLD_VIEWER_URL: z
+    .url()
+    .optional()
+    .describe(
+      "Where users open the viewer; workflows link each run's page from their Temporal UI summary. Unset: http://localhost:<MOCKWORLD_VIEWER_PORT>.",
+    ),
+  MOCKWORLD_TEMPORAL_UI_URL: z
+    .url()
+    .optional()
+    .describe('Where the viewer links runs in the Temporal UI. Unset: http://localhost:<TEMPORAL_UI_PORT>.'),
 });
 
 /** Validated process configuration. */
