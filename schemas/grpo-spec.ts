@@ -119,6 +119,16 @@ export const GrpoSpecSchema = z
         'reward counts the sub-goals reached, and the caps are part of the task), or left out of the ' +
         'batch (drop).',
     ),
+    maxUnjudgedFraction: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.05)
+      .describe(
+        "Share of an iteration's rollouts the judge may fail to grade (answers still malformed after the " +
+          'repair call and one redraw; each left out of the batch and counted) before the run fails: a ' +
+          'judge failing more often is misconfigured, and training on the rest would favour what it can read.',
+      ),
     // The trainer's eps_low, eps_high and lr (schemas/trainer-step.ts): their ranges are its.
     clipLow: TrainerStepFields.eps_low.default(TRAINER_STEP_DEFAULTS.eps_low),
     clipHigh: TrainerStepFields.eps_high.default(TRAINER_STEP_DEFAULTS.eps_high),
@@ -155,6 +165,22 @@ export const GrpoSpecSchema = z
           message: `must divide globalBatch (${spec.globalBatch}); e.g. ${largestDivisorAtMost(spec.globalBatch, spec.miniBatch)}`,
         });
       }
+      const serving = spec.policy?.serving;
+      const lora = spec.policy?.base?.lora;
+      if (serving?.sync === 'lora' && !lora) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policy', 'serving', 'sync'],
+          message: 'lora needs policy.base.lora: a run that trains every weight has no adapters to load',
+        });
+      }
+      if (serving && serving.engine !== 'mockworld' && serving.sync === 'full' && lora && !lora.merge) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policy', 'base', 'lora', 'merge'],
+          message: 'must be true to reload full weights of a LoRA run (the engine loads the merged weights); or sync: lora',
+        });
+      }
       if (spec.evaluateEvery > 0 && spec.dataset.heldOutTasks === 0) {
         ctx.addIssue({
           code: 'custom',
@@ -174,19 +200,3 @@ function largestDivisorAtMost(n: number, atMost: number): number {
 
 /** Validated GRPO training spec. */
 export type GrpoSpec = z.infer<typeof GrpoSpecSchema>;
-      const serving = spec.policy?.serving;
-      const lora = spec.policy?.base?.lora;
-      if (serving?.sync === 'lora' && !lora) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['policy', 'serving', 'sync'],
-          message: 'lora needs policy.base.lora: a run that trains every weight has no adapters to load',
-        });
-      }
-      if (serving && serving.engine !== 'mockworld' && serving.sync === 'full' && lora && !lora.merge) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['policy', 'base', 'lora', 'merge'],
-          message: 'must be true to reload full weights of a LoRA run (the engine loads the merged weights); or sync: lora',
-        });
-      }
