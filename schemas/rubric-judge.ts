@@ -33,6 +33,15 @@ export const JudgeInputSchema = z
       .strict()
       .default({ version: 'v1', overrides: {} })
       .describe('Template choice of the run; the `judge` stage is used.'),
+    draw: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe(
+        "Which draw of the judge's answer this is (the call's sample index): a redraw after a malformed " +
+          'answer is a new call, never the cached one.',
+      ),
     policyVersion: z
       .string()
       .min(1)

@@ -51,6 +51,7 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
       activities.runJudgedRollout({ ...rollout(sampleIndex), judge: spec.judge }),
     ),
   );
-  // Rollouts the world rejected are not judged (never a default score) and not counted.
-  return judged.filter((rollout) => rollout.rejected === undefined).length;
+  // Rollouts the world rejected are not judged (never a default score), and rollouts the judge
+  // could not grade are recorded as unjudged: neither is counted.
+  return judged.filter((rollout) => rollout.rejected === undefined && rollout.unjudged === undefined).length;
 }

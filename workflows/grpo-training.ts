@@ -6,7 +6,7 @@ import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls.js';
 import { GrpoGroup } from './grpo-group.js';
-import { RunControl } from './run-control.js';
+import { linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { trainerActivities } from './trainer.js';
 import { groupPolicy, syncServedPolicy } from './policy-serving.js';
@@ -59,7 +59,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   let progress: GrpoProgress;
   if (carried) progress = carried;
   else {
-    await recordRunStart({ runId, kind: 'GrpoTraining', spec });
+    linkViewer(await recordRunStart({ runId, kind: 'GrpoTraining', spec }));
     // Record the policy's base with the trainer before any step, so the policy server serves
     // iteration 0 from spec.policy.base (not from its own --base).
     await trainer['trainer.registerRun']({ run_id: runId, model: spec.policy.base });
@@ -168,6 +168,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
         step,
         iteration,
         truncation: spec.truncation,
+        maxUnjudgedFraction: spec.maxUnjudgedFraction,
       });
       const rolloutsJudged = groups.reduce((sum, group) => sum + group, 0);
       const trained = await trainer['trainer.grpoStep']({

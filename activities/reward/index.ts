@@ -9,4 +9,5 @@ export { DEFAULT_ADVANTAGE_EPS, groupAdvantages, type GroupAdvantages } from './
 export { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
 export { JUDGE_ROLE, judgeEpisode, type JudgeDependencies, type JudgementSummary } from './judge.js';
 export { verdictsOf } from './verdicts.js';
+export { JUDGE_DRAWS, judgeOrRecordUnjudged, type UnjudgedRollout } from './unjudged.js';
 export { rubricReward, type RubricReward, type RubricVerdicts } from './reward.js';

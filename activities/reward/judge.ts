@@ -103,6 +103,7 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
         },
       ],
       sampling: input.judge.sampling,
+      sampleIndex: input.draw,
       policyVersion: input.policyVersion,
       runId: input.runId,
       role: JUDGE_ROLE,

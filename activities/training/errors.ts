@@ -45,10 +45,36 @@ export class TrainerBatchError extends Error {
   }
 }
 
+/**
+ * Thrown when more of an iteration's rollouts could not be judged (malformed judge answers after
+ * repair and redraw) than GrpoTraining's maxUnjudgedFraction allows: a judge failing that often is
+ * misconfigured (wrong model or template), and training on the rest would favour the transcripts
+ * it can read. Not retryable: the judge or the spec must change.
+ */
+export class UnjudgedRolloutsError extends Error {
+  static readonly type = 'UnjudgedRolloutsError';
+  static readonly retryable = false;
+  override readonly name = UnjudgedRolloutsError.type;
+  constructor(
+    readonly runId: string,
+    readonly iteration: number,
+    readonly unjudged: number,
+    readonly rollouts: number,
+    readonly maxUnjudgedFraction: number,
+  ) {
+    super(
+      `${unjudged} of ${rollouts} rollouts of run ${runId} iteration ${iteration} could not be judged ` +
+        `(malformed judge answers after repair and redraw, in unjudged_rollouts and llm_rejections): more ` +
+        `than maxUnjudgedFraction ${maxUnjudgedFraction}; check the judge model and its template`,
+    );
+  }
+}
+
 /** Every error of the training activities, for the retry policies and the retry-table test. */
 export const TRAINING_ERRORS = [
   TrainingPlanError,
   TrainerBatchError,
+  UnjudgedRolloutsError,
 ] as const satisfies readonly ErrorClass[];
 
 /** Types of {@link TRAINING_ERRORS} a retry cannot fix. */

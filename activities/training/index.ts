@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import { heartbeatProgress } from '../heartbeat.js';
 import type { ModelClient } from '../llm/index.js';
 import type { JudgeInputData } from '../../schemas/rubric-judge.js';
-import { judgeEpisode, type JudgementSummary } from '../reward/index.js';
+import { judgeOrRecordUnjudged, type JudgementSummary } from '../reward/index.js';
 import { getPool } from '../store/db.js';
 import { createEpisodeRunner, type EpisodeHooks } from '../world/index.js';
 import {
@@ -25,7 +25,7 @@ import { syncPolicyWeights } from './weight-sync.js';
 import type { SyncPolicyInput } from '../../schemas/policy-serving.js';
 
 export { episodePrefix, trainingEpisodeId, type TrainingPurpose } from './episode-ids.js';
-export { TrainerBatchError, TrainingPlanError } from './errors.js';
+export { TrainerBatchError, TrainingPlanError, UnjudgedRolloutsError } from './errors.js';
 export {
   recordIterationMetrics,
   summarizeRollouts,
@@ -70,8 +70,9 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
      * One rollout and its judgement in one activity (what GrpoGroup schedules): the episode
      * ({@link runRollout}), then its judgement (`judgeEpisode`). A retry resumes the
      * episode from its last turn (a finished one returns at once) and reuses a stored judgement;
-     * a judge failure fails the attempt and is never a score. Not retryable: the judge's
-     * `UngradableRubricError`, `EpisodeNotGradableError`, `StructuredOutputRejectedError`. An
+     * a judge endpoint failure fails the attempt and is never a score; a judge answer still
+     * malformed after its repair and one redraw records the rollout as unjudged (not trained on,
+     * counted; reward/unjudged.ts). Not retryable: `UngradableRubricError`, `EpisodeNotGradableError`. An
      * episode the world rejected (a simulator gave no usable answer, `world.*SimulatorFailure:
      * reject`) is not judged: its row says why, and the group trains on the others.
      */
@@ -81,7 +82,7 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
       if (episode.endReason === 'simulator_failed') {
         return { episodeId: episode.episodeId, turns: episode.turns, rejected: episode.endReason };
       }
-      const judgement = await judgeEpisode(
+      const judgement = await judgeOrRecordUnjudged(
         { pool: pool(), models, signal: hooks.signal },
         {
           episodeId: episode.episodeId,
@@ -140,10 +141,23 @@ export interface JudgedRolloutInput extends RolloutInput {
   readonly judge: JudgeInputData['judge'];
 }
 
-/** A judged rollout, or one the world rejected (not judged; the episode row says why). */
+/**
+ * A judged rollout, one the world rejected (not judged; the episode row says why), or one the
+ * judge could not grade (`unjudged`: the reason; recorded in unjudged_rollouts).
+ */
 export type JudgedRollout =
-  | (JudgementSummary & { readonly turns: number; readonly rejected?: undefined })
-  | { readonly episodeId: string; readonly turns: number; readonly rejected: 'simulator_failed' };
+  | (JudgementSummary & {
+      readonly turns: number;
+      readonly rejected?: undefined;
+      readonly unjudged?: undefined;
+    })
+  | { readonly episodeId: string; readonly turns: number; readonly rejected: 'simulator_failed' }
+  | {
+      readonly episodeId: string;
+      readonly turns: number;
+      readonly unjudged: string;
+      readonly rejected?: undefined;
+    };
 
 /** The training activities' interface, for `proxyActivities`. */
 export type TrainingActivities = ReturnType<typeof createTrainingActivities>;

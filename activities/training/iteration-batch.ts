@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { TRUNCATED_END_REASONS } from '../../schemas/episode-input.js';
 import type { TruncationRule } from '../../schemas/grpo-spec.js';
 import { episodePrefix } from './episode-ids.js';
+import { UnjudgedRolloutsError } from './errors.js';
 import { buildTrainerBatch, type TrainerBatchSummary } from './trainer-batch.js';
 
 /** Input of {@link buildIterationBatch}. */
@@ -22,6 +23,12 @@ export interface BuildIterationBatchInput {
    * from before the setting): `score`, what those runs did.
    */
   readonly truncation?: TruncationRule;
+  /**
+   * Largest share of the iteration's rollouts (judged or unjudged; those the world rejected are not
+   * counted) that may be unjudged before the run fails ({@link UnjudgedRolloutsError});
+   * GrpoTraining's `maxUnjudgedFraction`. Absent (older histories): 0.
+   */
+  readonly maxUnjudgedFraction?: number;
 }
 
 /** Judged rollouts of the iteration that are not in the batch, by why (each counted once, first reason). */
@@ -30,6 +37,8 @@ export interface LeftOut {
   readonly offPolicy: number;
   /** Cut at a cap, under the `drop` rule. */
   readonly truncated: number;
+  /** The judge could not grade it (unjudged_rollouts): never scored. */
+  readonly unjudged: number;
 }
 
 /** The batch written, and what was left out of it. */
@@ -61,6 +70,17 @@ export async function buildIterationBatch(
       ORDER BY e.episode_id`,
     [episodePrefix(input.runId, input.iteration, 'rollout')],
   );
+  const unjudged = await countUnjudged(pool, input);
+  const maxUnjudged = input.maxUnjudgedFraction ?? 0;
+  if (unjudged > 0 && unjudged > maxUnjudged * (rows.length + unjudged)) {
+    throw new UnjudgedRolloutsError(
+      input.runId,
+      input.iteration,
+      unjudged,
+      rows.length + unjudged,
+      maxUnjudged,
+    );
+  }
   const drop = (input.truncation ?? 'score') === 'drop';
   const truncated = (row: RolloutRow) => TRUNCATED_END_REASONS.includes(row.end_reason as never);
   const offPolicy = rows.filter((row) => row.off_policy !== null);
@@ -73,6 +93,15 @@ export async function buildIterationBatch(
   });
   return {
     ...summary,
-    leftOut: { offPolicy: offPolicy.length, truncated: onPolicy.length - trained.length },
+    leftOut: { offPolicy: offPolicy.length, truncated: onPolicy.length - trained.length, unjudged },
   };
+}
+
+async function countUnjudged(pool: pg.Pool, input: BuildIterationBatchInput): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM unjudged_rollouts u JOIN episodes e ON e.episode_id = u.episode_id
+      WHERE starts_with(u.episode_id, $1) AND e.purpose = 'rollout'`,
+    [episodePrefix(input.runId, input.iteration, 'rollout')],
+  );
+  return rows[0]!.n;
 }

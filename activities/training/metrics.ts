@@ -87,6 +87,8 @@ export interface RolloutSummaryMetrics {
   readonly truncated: number;
   /** Episodes with a turn served by another policy version than scheduled (never trained on). */
   readonly offPolicy: number;
+  /** Episodes the judge could not grade (malformed answers after repair and redraw): never scored. */
+  readonly unjudged: number;
   /**
    * The policy's calls billed to the run at the policy versions of these episodes (from
    * `llm_calls`, each call counted once; evaluations at the same version are included).
@@ -124,6 +126,7 @@ export async function summarizeRollouts(
     length_limit: number;
     transcript_limit: number;
     off_policy: number;
+    unjudged: number;
   }>(
     `SELECT count(*)::int AS episodes,
             count(e.end_reason)::int AS ended,
@@ -142,8 +145,10 @@ export async function summarizeRollouts(
             count(*) FILTER (WHERE e.end_reason = 'user_stop')::int AS user_stop,
             count(*) FILTER (WHERE e.end_reason = 'length_limit')::int AS length_limit,
             count(*) FILTER (WHERE e.end_reason = 'transcript_limit')::int AS transcript_limit,
-            count(e.off_policy)::int AS off_policy
+            count(e.off_policy)::int AS off_policy,
+            count(u.episode_id)::int AS unjudged
        FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
+                       LEFT JOIN unjudged_rollouts u ON u.episode_id = e.episode_id
       WHERE starts_with(e.episode_id, $1) AND e.purpose = $2`,
     [prefix, purpose],
   );
@@ -180,6 +185,7 @@ export async function summarizeRollouts(
     },
     truncated: r.max_turns + r.length_limit + r.transcript_limit,
     offPolicy: r.off_policy,
+    unjudged: r.unjudged,
     policyTokens: tokens.rows[0]!,
   };
 }

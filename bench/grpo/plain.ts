@@ -62,8 +62,9 @@ export async function runPlain(databaseUrl: string, runId: string, input: GrpoBe
           judge: spec.judge,
         });
         timings.runJudgedRollout.push(performance.now() - r0);
-        // The bench's world never rejects a rollout (scripted simulators); NaN would show if it did.
-        return judged.rejected === undefined ? judged.reward : Number.NaN;
+        // The bench's world never rejects a rollout (scripted simulators) and its judge always
+        // answers well; NaN would show if either did not.
+        return 'reward' in judged ? judged.reward : Number.NaN;
       }),
     ),
   );

@@ -41,7 +41,11 @@ import {
   SynthesisStageError,
 } from '../../activities/synthesis/errors.js';
 import { TemplateFileError, TemplateValueError } from '../../activities/templates/errors.js';
-import { TrainerBatchError, TrainingPlanError } from '../../activities/training/errors.js';
+import {
+  TrainerBatchError,
+  TrainingPlanError,
+  UnjudgedRolloutsError,
+} from '../../activities/training/errors.js';
 import {
   EpisodeCheckpointConflictError,
   EpisodeMismatchError,
@@ -129,6 +133,10 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
   [TrainerBatchError.type]: {
     retried: false,
     make: () => new TrainerBatchError('run-1', 1, ['episode-1: has not ended']),
+  },
+  [UnjudgedRolloutsError.type]: {
+    retried: false,
+    make: () => new UnjudgedRolloutsError('run-1', 0, 3, 8, 0.05),
   },
   [StudyInputError.type]: {
     retried: false,
