@@ -25,6 +25,7 @@ import { readSpecFile } from './spec-file.js';
 import { renderSummary } from './summary-view.js';
 import { renderRecord, renderTable } from './table.js';
 import { UsageError } from './usage.js';
+import { worldService } from './world-command.js';
 
 const USAGE = `mockworld: durable ML pipelines on Temporal
 
@@ -54,6 +55,9 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
   mockworld codec-server [--port N] [--host H] [--origin URL]...
                                         decrypt payloads for the Temporal UI (needs MOCKWORLD_PAYLOAD_KEY)
+  mockworld world [--config world.yaml] [--port N] [--host H]
+                                        the world service for external RL frameworks (verl): sessions,
+                                        task tools, ask_user and the judge over HTTP (127.0.0.1:11438)
   mockworld gateway [--port N] [--host H]
                                         model gateway: finishes and records every paid model call even
                                         when the worker that asked dies (workers: MOCKWORLD_MODEL_GATEWAY_URL)
@@ -76,6 +80,7 @@ async function main(argv: string[]): Promise<number> {
       metrics: { type: 'boolean', default: false },
       out: { type: 'string' },
       format: { type: 'string', default: 'jsonl' },
+      config: { type: 'string' },
       'task-queue': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
@@ -270,6 +275,8 @@ async function main(argv: string[]): Promise<number> {
       return codecServer(values);
     case 'gateway':
       return modelGateway(values);
+    case 'world':
+      return worldService(values);
     case 'view':
       return viewer(values);
     default:

@@ -125,6 +125,13 @@ export const EnvironmentSchema = z.object({
     .describe(
       "Set: the worker serves its Temporal SDK metrics for Prometheus at http://<this>/metrics (also the containers' probe).",
     ),
+  MOCKWORLD_WORLD_AUTH: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .optional()
+    .describe(
+      'Set: the world service (`mockworld world`) answers only requests whose Authorization header is exactly this value; required beyond localhost.',
+    ),
   MOCKWORLD_CODEC_PORT: z.coerce
     .number()
     .int()
