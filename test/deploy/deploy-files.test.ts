@@ -66,7 +66,7 @@ describe('deploy files', () => {
     expect(accepted.code).toBe(0);
     const services = await run(
       command,
-      [...fixed, '--profile', 'gpu', '--profile', 'encryption', 'config', '--services'],
+      [...fixed, '--profile', 'gpu', '--profile', 'encryption', '--profile', 'world', 'config', '--services'],
       required,
     );
     expect(services.stdout.trim().split('\n').sort()).toEqual(
@@ -82,6 +82,7 @@ describe('deploy files', () => {
         'temporal-schema',
         'temporal-ui',
         'trainer',
+        'world',
       ].sort(),
     );
     const missing = await run(command, [...fixed, 'config', '-q'], {
@@ -99,6 +100,7 @@ describe('deploy files', () => {
     const deployments = [
       'mockworld-cpu-worker',
       'mockworld-gateway',
+      'mockworld-world',
       'mockworld-trainer',
       'mockworld-policy',
     ];
@@ -110,7 +112,7 @@ describe('deploy files', () => {
       objects = parseAllDocuments(rendered.stdout).map((doc) => doc.toJS() as K8sObject);
     });
 
-    it('renders the CPU worker, gateway, trainer and policy server with probes', () => {
+    it('renders the CPU worker, gateway, world service, trainer and policy server with probes', () => {
       for (const name of deployments) {
         const c = container(name);
         expect(c.livenessProbe?.httpGet, `${name} liveness`).toBeDefined();
@@ -122,7 +124,7 @@ describe('deploy files', () => {
           .filter((o) => o.kind === 'Service')
           .map((o) => o.metadata.name)
           .sort(),
-      ).toEqual(['mockworld-gateway', 'mockworld-policy']);
+      ).toEqual(['mockworld-gateway', 'mockworld-policy', 'mockworld-world']);
     });
 
     it('gives the trainer and the policy server a GPU, and the metrics to Prometheus', () => {
