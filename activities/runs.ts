@@ -1,4 +1,5 @@
-import type { RunFinish, RunStart } from '../schemas/run-records.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import { viewerRunUrl, type RunFinish, type RunStart, type RunStarted } from '../schemas/run-records.js';
 import { RunIdTakenError } from './errors.js';
 import { getPool } from './store/db.js';
 
@@ -10,8 +11,10 @@ export function createRunActivities(databaseUrl: string) {
      * Registers a run. A new execution under the same id (a study re-run to extend its grid, a
      * synthesis started again) takes the row over: its spec, status running, no summary yet. An id
      * already used by a run of another kind is refused: the two would share tasks and ledgers.
+     * Returns the run's page in the viewer, as this worker's environment says where users open
+     * it; the workflow links it from its Temporal UI details.
      */
-    async recordRunStart({ runId, kind, spec }: RunStart): Promise<void> {
+    async recordRunStart({ runId, kind, spec }: RunStart): Promise<RunStarted> {
       const { rows } = await pool().query<{ kind: string }>(
         `INSERT INTO runs (run_id, kind, spec) VALUES ($1, $2, $3)
          ON CONFLICT (run_id) DO UPDATE
@@ -27,6 +30,7 @@ export function createRunActivities(databaseUrl: string) {
         );
         throw new RunIdTakenError(runId, held[0]?.kind ?? 'different', kind);
       }
+      return { viewerUrl: viewerRunUrl(loadEnvironment(), runId) };
     },
     /** Records the end state and summary of a run (idempotent: the same values again). */
     async recordRunFinish({ runId, state, summary }: RunFinish): Promise<void> {

@@ -1,5 +1,6 @@
 import { ServiceError, type Client, type QueryDefinition } from '@temporalio/client';
 import { loadEnvironment } from '../schemas/environment.js';
+import { viewerRunUrl } from '../schemas/run-records.js';
 import type { RunStatus } from '../schemas/run-status.js';
 import type { AnySpec } from '../schemas/specs.js';
 import { pauseSignal, resumeSignal, statusQuery } from '../workflows/controls.js';
@@ -24,7 +25,15 @@ export async function startRun(
   taskQueue = loadEnvironment().MOCKWORLD_TASK_QUEUE,
 ): Promise<string> {
   const id = workflowId ?? defaultWorkflowId(spec);
-  await client.workflow.start(spec.kind, { args: [spec], workflowId: id, taskQueue });
+  // Shown in the Temporal UI's header of the run (user metadata): what it is and where its data is.
+  const viewer = viewerRunUrl(loadEnvironment(), id);
+  await client.workflow.start(spec.kind, {
+    args: [spec],
+    workflowId: id,
+    taskQueue,
+    staticSummary: `mockworld ${spec.kind}${'name' in spec && spec.name ? ` "${spec.name}"` : ''}: ${viewer}`,
+    staticDetails: `Tasks, transcripts, curves and fits of this run: [mockworld viewer](${viewer}) (\`mockworld view\`)`,
+  });
   return id;
 }
 

@@ -9,6 +9,22 @@ export const RunStartSchema = z.object({
 });
 export type RunStart = z.infer<typeof RunStartSchema>;
 
+/** What recording a run's start answers: where its data is shown (absent in histories from before). */
+export const RunStartedSchema = z.object({ viewerUrl: z.string().min(1) });
+export type RunStarted = z.infer<typeof RunStartedSchema>;
+
+/**
+ * A run's page in the results viewer: `viewerUrl` as configured (MOCKWORLD_VIEWER_URL), else the
+ * local viewer on `port`.
+ */
+export function viewerRunUrl(
+  env: { MOCKWORLD_VIEWER_URL?: string; MOCKWORLD_VIEWER_PORT: number },
+  runId: string,
+): string {
+  const base = env.MOCKWORLD_VIEWER_URL ?? `http://localhost:${env.MOCKWORLD_VIEWER_PORT}`;
+  return `${base.replace(/\/+$/, '')}/runs/${encodeURIComponent(runId)}`;
+}
+
 /** Input of the activity that records how a run ended and its small summary. */
 export const RunFinishSchema = z.object({
   runId: z.string().min(1),

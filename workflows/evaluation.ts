@@ -24,7 +24,7 @@ import {
   type EvaluationGroupInput,
   type EvaluationGroupResult,
 } from './evaluation-group.js';
-import { RunControl } from './run-control.js';
+import { linkViewer, RunControl } from './run-control.js';
 import { endRunOnError } from './run-end.js';
 import { validateSpec } from './spec-guard.js';
 
@@ -180,7 +180,7 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
     { description: groupProgressSignal.description },
   );
 
-  await recordRunStart({ runId, kind: 'Evaluation', spec });
+  linkViewer(await recordRunStart({ runId, kind: 'Evaluation', spec }));
   const results: EvaluationGroupResult[] = [];
   let metrics: EvaluationMetrics;
   const { listTasks, summarize } = evalActivities(spec.evalTaskQueue);

@@ -1,4 +1,4 @@
-import { continueAsNew, executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
@@ -6,7 +6,7 @@ import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls.js';
 import { GrpoGroup } from './grpo-group.js';
-import { linkViewer, RunControl } from './run-control.js';
+import { continueRun, linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { trainerActivities } from './trainer.js';
 import { groupPolicy, syncServedPolicy } from './policy-serving.js';
@@ -127,7 +127,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   try {
     for (let here = 0; iteration < progress.totalIterations; here++) {
       if (here >= iterationsPerRun(spec.globalBatch) || workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof GrpoTraining>(spec, {
+        await continueRun<typeof GrpoTraining>(spec, {
           iteration,
           totalIterations: progress.totalIterations,
           policyStep,

@@ -1,11 +1,44 @@
-import { condition, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  condition,
+  makeContinueAsNewFunc,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+  type Workflow,
+} from '@temporalio/workflow';
+import type { RunStarted } from '../schemas/run-records.js';
 import type { RunState, RunStatus } from '../schemas/run-status.js';
 import { pauseSignal, resumeSignal, statusQuery } from './controls.js';
 import { MockworldKind, MockworldProgress, MockworldState } from './search-attributes.js';
 
+/** Memo key of the run's page in the results viewer (kept across continue-as-new by the server). */
+export const VIEWER_MEMO = 'mockworldViewer';
+
+/**
+ * Keeps the run's viewer page, as the run-start activity answered it, in the workflow's memo, so
+ * every later run of the chain (continue-as-new) links it too. Histories from before the answer
+ * carried it hold no page: nothing is upserted, so they replay unchanged.
+ */
+export function linkViewer(started: RunStarted | void | undefined): void {
+  const url = started?.viewerUrl;
+  if (url && workflowInfo().memo?.[VIEWER_MEMO] !== url) upsertMemo({ [VIEWER_MEMO]: url });
+}
+
+/**
+ * `continueAsNew` that keeps the run's memo (the server starts the next run with none): the
+ * viewer link stays in the Temporal UI for the whole chain.
+ */
+export function continueRun<F extends Workflow>(...args: Parameters<F>): Promise<never> {
+  return makeContinueAsNewFunc<F>({ memo: workflowInfo().memo ?? {} })(...args);
+}
+
 /**
  * The controls every pipeline shares: pause/resume signals, the status query and the search
- * attributes the UI filters on. Pipelines call `untilResumed()` at their safe points.
+ * attributes the UI filters on. Pipelines call `untilResumed()` at their safe points. The run's
+ * current details (Temporal UI, "Current Details") say its state and stage and link its page in
+ * the viewer; they are workflow metadata, not history, so updating them costs nothing.
  */
 export class RunControl {
   private paused = false;
@@ -28,6 +61,7 @@ export class RunControl {
       { key: MockworldState, value: 'running' },
       { key: MockworldProgress, value: 0 },
     ]);
+    this.showDetails();
   }
 
   /** Puts the run in pause (the `pause` signal; also a pause carried over continue-as-new). */
@@ -57,6 +91,7 @@ export class RunControl {
     this.status = { ...this.status, done, stage, counts: counts ?? this.status.counts };
     const after = this.fraction();
     if (after !== before) upsertSearchAttributes([{ key: MockworldProgress, value: after }]);
+    this.showDetails();
   }
 
   /** Sets the coarse state (search attribute and query). */
@@ -64,6 +99,16 @@ export class RunControl {
     if (this.status.state === state) return;
     this.status = { ...this.status, state };
     upsertSearchAttributes([{ key: MockworldState, value: state }]);
+    this.showDetails();
+  }
+
+  /** Markdown the Temporal UI shows: state, progress, stage, and the way to the run's data. */
+  showDetails(): void {
+    const { kind, state, done, total, stage } = this.status;
+    const url = workflowInfo().memo?.[VIEWER_MEMO];
+    const lines = [`**${kind}** · ${state} · ${total ? `${done}/${total}` : done} · ${stage}`];
+    if (typeof url === 'string') lines.push('', `[Open this run in the mockworld viewer](${url})`);
+    setCurrentDetails(lines.join('\n'));
   }
 
   private fraction(): number {

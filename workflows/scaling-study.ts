@@ -11,7 +11,7 @@ import { studyCells, studyStreams, type Cell } from '../activities/study/grid.js
 import type { ScalingStudySpec } from '../schemas/scaling-study-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
-import { RunControl } from './run-control.js';
+import { linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { cellStatesQuery, type CellState } from './study-controls.js';
 import { StudyCell, type CellResult } from './study-cell.js';
@@ -59,7 +59,7 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
     );
 
   // Outside the try: a run that could not claim its id must not write the end of another's.
-  await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec });
+  linkViewer(await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec }));
   try {
     report('loading questions');
     await study.prepareStudy({

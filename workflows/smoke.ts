@@ -2,7 +2,7 @@ import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.js';
 import type { SmokeActivities, SmokeStepResult } from '../activities/smoke.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
-import { RunControl } from './run-control.js';
+import { linkViewer, RunControl } from './run-control.js';
 import { endRunOnError } from './run-end.js';
 import { validateSpec } from './spec-guard.js';
 
@@ -26,7 +26,7 @@ export async function Smoke(input: unknown): Promise<SmokeSummary> {
   const spec = await validateSpec('Smoke', input);
   const runId = workflowInfo().workflowId;
   const control = new RunControl('Smoke', spec.steps);
-  await recordRunStart({ runId, kind: 'Smoke', spec });
+  linkViewer(await recordRunStart({ runId, kind: 'Smoke', spec }));
 
   const results: SmokeStepResult[] = [];
   try {

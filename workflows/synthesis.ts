@@ -1,7 +1,6 @@
 import {
   ParentClosePolicy,
   condition,
-  continueAsNew,
   isCancellation,
   proxyActivities,
   setHandler,
@@ -13,7 +12,7 @@ import type { SynthesisActivities } from '../activities/synthesis/index.js';
 import type { TaskStage } from '../schemas/synthesis-records.js';
 import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
-import { RunControl } from './run-control.js';
+import { continueRun, linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { taskStageQuery, taskStageSignal } from './synthesis-controls.js';
 import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task.js';
@@ -61,7 +60,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   let progress: SynthesisProgress;
   if (carried) progress = carried;
   else {
-    await recordRunStart({ runId, kind: 'Synthesis', spec });
+    linkViewer(await recordRunStart({ runId, kind: 'Synthesis', spec }));
     control.progress(0, 'loading personas');
     const loaded = await loadSynthesisPersonas({
       runId,
@@ -175,7 +174,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   }
 
   if (cursor < progress.total) {
-    await continueAsNew<typeof Synthesis>(spec, {
+    await continueRun<typeof Synthesis>(spec, {
       total: progress.total,
       cursor,
       outcomes: outcomes.join(''),
