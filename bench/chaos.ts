@@ -1,28 +1,34 @@
 /**
  * Chaos benchmark: a synthesis run and a GRPO run on a private stack (own Temporal dev server and
- * db file, own PostgreSQL database, scripted model servers with 20% random faults, two CPU worker
- * processes, the Python trainer worker and policy server) while CPU workers and the trainer are
- * SIGKILLed, the Temporal server is crashed and restarted, and PostgreSQL is restarted, each at
- * seeded random points. Then audits the database, histories and checkpoints and prints what was
- * lost, duplicated, applied twice or paid twice, and how long each kind of fault took to recover.
+ * db file, own PostgreSQL instance, scripted model servers with 20% random faults, two CPU worker
+ * processes calling them through a model gateway, the Python trainer worker and policy server)
+ * while CPU workers, the trainer and the gateway are SIGKILLed, the Temporal server is crashed and
+ * restarted, PostgreSQL is restarted, a model server answers in 5–20 s for a minute or two, and the
+ * checkpoint directory's disk fills up, each at seeded random points. Then audits the database,
+ * histories and checkpoints and prints what was lost, duplicated, applied twice or paid twice, and
+ * how long each kind of fault took to recover.
  *
- * Run: `npx tsx bench/chaos.ts` (about 10–15 min at the defaults on 2 cores). Prints Markdown
+ * Run: `npx tsx bench/chaos.ts` (about 15–25 min at the defaults on 2 cores). Prints Markdown
  * tables and writes bench/results/chaos.json. Knobs (environment):
- *   CHAOS_FAULTS_PER_KIND (10)      faults of each kind (a)–(d)
+ *   CHAOS_FAULTS_PER_KIND (10)      faults of each kind (a)–(d), (f)–(h)
  *   CHAOS_SEED (1)                  seeds the fault schedule, the victims and the model faults
- *   CHAOS_KINDS (all)               comma list of cpu-worker-kill, trainer-kill, temporal-restart, postgres-restart
+ *   CHAOS_KINDS (all)               comma list of cpu-worker-kill, trainer-kill, temporal-restart, postgres-restart,
+ *                                   gateway-kill, slow-model, checkpoint-disk-full
  *   CHAOS_MEAN_GAP_S (30)           mean seconds between two faults of one kind (kinds overlap)
  *   CHAOS_MODEL_FAULT_PROBABILITY (0.2), CHAOS_MODEL_FAULT_KINDS (rate-limit,server-error,hang,truncated-body,malformed-body)
  *   CHAOS_SYNTHESIS_TASKS (20), CHAOS_GRPO_ITERATIONS (3), CHAOS_GRPO_TASKS (2), CHAOS_GRPO_ROLLOUTS (4)
  *   CHAOS_TRAINER_IN_STEP_KILLS (2) trainer kills that wait for a trainer step to be running
- *   CHAOS_PG_MODE (fast)            pg_ctlcluster shutdown mode of the restart: fast or immediate
+ *   CHAOS_PG_MODE (fast)            how (d) stops the harness's own postmaster: fast (SIGINT) or immediate (SIGQUIT)
+ *   CHAOS_SLOW_WINDOW_S (60,120)    (g): a slow window lasts between these many seconds
+ *   CHAOS_SLOW_LATENCY_S (5,20)     (g): each request in it waits between these many seconds
+ *   CHAOS_DISK_FULL_S (20,40)       (h): the checkpoint disk stays full between these many seconds
  *   CHAOS_MODEL_GATEWAY (1)         0: CPU workers call the model servers themselves instead of through
  *                                   `mockworld gateway`, and an answer on the wire at a kill is paid again
- *   CHAOS_QUIET_WAIT_S (300)        PostgreSQL restarts break other test runs: wait this long for none
  *
- * PostgreSQL is the machine's own: the run waits until no other vitest or bench process is on the
- * machine before it starts, and postpones a restart while one appears. Everything started here is
- * stopped and removed at the end, on failure and on SIGINT/SIGTERM (PostgreSQL is left running).
+ * Nothing of the machine's is restarted: PostgreSQL is an instance of the run's own (initdb in a temp
+ * dir, its own port), the checkpoint disk a tmpfs of its own (as root; (h) is skipped, saying why,
+ * where mounting is refused). Everything started here is stopped and removed at the end, on
+ * failure and on SIGINT/SIGTERM.
  */
 import { writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -39,6 +45,16 @@ const list = <T extends string>(name: string, fallback: readonly T[]) =>
         .map((x) => x.trim())
         .filter(Boolean) as T[])
     : fallback;
+
+/** A `min,max` range in seconds from the environment, in ms. */
+const pair = (name: string, fallbackMs: readonly [number, number]): [number, number] => {
+  const raw = process.env[name];
+  if (!raw) return [fallbackMs[0], fallbackMs[1]];
+  const [min, max] = raw.split(',').map((x) => Number(x) * 1000);
+  if (!Number.isFinite(min) || !Number.isFinite(max) || min! < 0 || max! < min!)
+    throw new Error(`${name}: expected "min,max" seconds, got ${raw}`);
+  return [min!, max!];
+};
 
 const started = Date.now();
 const log = (line: string) =>
@@ -68,7 +84,14 @@ const chaos = createChaos({
   },
   postgresMode: process.env.CHAOS_PG_MODE === 'immediate' ? 'immediate' : 'fast',
   modelGateway: process.env.CHAOS_MODEL_GATEWAY !== '0',
-  quietWaitMs: num('CHAOS_QUIET_WAIT_S', DEFAULT_OPTIONS.quietWaitMs / 1000) * 1000,
+  slowModel: {
+    windowMs: pair('CHAOS_SLOW_WINDOW_S', DEFAULT_OPTIONS.slowModel.windowMs),
+    latencyMs: pair('CHAOS_SLOW_LATENCY_S', DEFAULT_OPTIONS.slowModel.latencyMs),
+  },
+  checkpointDisk: {
+    ...DEFAULT_OPTIONS.checkpointDisk,
+    holdMs: pair('CHAOS_DISK_FULL_S', DEFAULT_OPTIONS.checkpointDisk.holdMs),
+  },
   log,
 });
 

@@ -11,9 +11,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates a uniquely named database on the real local PostgreSQL and migrates it. */
-export async function createTestDatabase(prefix = 'mw_test'): Promise<TestDatabase> {
-  const url = new URL(ADMIN_URL);
+/**
+ * Creates a uniquely named database on the real local PostgreSQL (or on the server of `adminUrl`,
+ * e.g. a test's own instance from postgres-instance.ts) and migrates it.
+ */
+export async function createTestDatabase(prefix = 'mw_test', adminUrl = ADMIN_URL): Promise<TestDatabase> {
+  const url = new URL(adminUrl);
   url.pathname = `/${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const connection = url.toString();
   await migrate(connection);

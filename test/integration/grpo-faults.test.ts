@@ -503,6 +503,7 @@ async function killTheTrainerInsideAStep(): Promise<void> {
       sameMetrics: [true, true, true],
       sameWeights: true,
       adamSteps: [ITERATIONS * (TASKS / MINI_BATCH)],
+      differences: [],
     });
 
     const served = await policyAnswersByVersion(stack, runId);

@@ -17,7 +17,7 @@ import type { FunctionTool } from '../../schemas/function-tool.js';
 import { taskIdOf } from '../../workflows/synthesis-task.js';
 import { query } from '../database.js';
 import { fixtureTaskId } from '../grpo-fixture.js';
-import { replayRecordedSteps, type Replay } from '../grpo-replay.js';
+import { replayRecordedSteps, type Replay, type ReplayDifference } from '../grpo-replay.js';
 import type { TemporalObserver } from './observe.js';
 import { FIXTURE_SYNTHESIS_RUN } from './workload.js';
 
@@ -64,8 +64,13 @@ export interface StepAudit {
   readonly appliedTwice: number;
   readonly adamUpdates: number | null;
   readonly expectedAdamUpdates: number;
-  /** A fresh trainer applying the recorded batches in order gets the same metrics and bit-identical weights. */
-  readonly replay: { sameMetrics: boolean[]; sameWeights: boolean } | { error: string };
+  /**
+   * A fresh trainer applying the recorded batches in order gets the same metrics and bit-identical
+   * weights; else `differences` says where (step, metrics or weights, field, both values), or
+   * `error` why the replay could not run.
+   */
+  readonly replay:
+    { sameMetrics: boolean[]; sameWeights: boolean; differences: ReplayDifference[] } | { error: string };
   /** trainer.grpoStep completions in the history that found their step already applied. */
   readonly replayedCalls: number;
 }
@@ -334,7 +339,7 @@ async function auditSteps(
   const replay: StepAudit['replay'] =
     'error' in found
       ? { error: found.error }
-      : { sameMetrics: found.sameMetrics, sameWeights: found.sameWeights };
+      : { sameMetrics: found.sameMetrics, sameWeights: found.sameWeights, differences: found.differences };
   const perStep = shape.tasks; // mini-batch of one group: one AdamW update per task
   const appliedTwice =
     adamUpdates === null ? 0 : Math.max(0, Math.round((adamUpdates - expectedAdamUpdates) / perStep));
@@ -377,9 +382,14 @@ export interface AnswerSource {
   readonly arrivals?: ReadonlyArray<{ at: number; remotePort: number | undefined; bodyHash: string }>;
 }
 
-/** A SIGKILL of a CPU worker: when it was sent, when the process was gone, and the local TCP ports it held. */
+/**
+ * A SIGKILL of a process that calls the model servers (a CPU worker, the model gateway): when it
+ * was sent, when the process was gone, and the local TCP ports it held.
+ */
 export interface KillRecord {
   readonly pid: number;
+  /** What was killed: 'cpu-worker' (the default) or 'gateway'. */
+  readonly process?: 'cpu-worker' | 'gateway';
   readonly at: number;
   diedAt?: number;
   readonly ports: readonly number[];
@@ -400,15 +410,17 @@ export interface Repeat {
   readonly firstPort: number | undefined;
   readonly againPort: number | undefined;
   /**
-   * at-kill: the first answer went to a connection of a CPU worker SIGKILLed before the second;
+   * at-kill: the first answer went to a connection of a process (a CPU worker, the gateway)
+   * SIGKILLed before the second;
    * concurrent: another connection sent the same request while the first was being answered (two
    * worker processes asking for one call at once, each missing the cache; the single flight that
    * joins identical calls works per process); other: neither (also two distinct calls that send
    * the same body, such as a GRPO judge call of the same transcript under another policy version).
    */
   readonly cause: 'at-kill' | 'concurrent' | 'other';
-  /** at-kill: the killed process. */
+  /** at-kill: the killed process, and what it was. */
   readonly killedPid?: number;
+  readonly killedProcess?: 'cpu-worker' | 'gateway';
 }
 
 export interface ModelCallAudit {
@@ -419,19 +431,24 @@ export interface ModelCallAudit {
     ledgerRows: number;
     /** answered - ledgerRows: answers the ledger does not hold, i.e. paid for and asked again. */
     paidTwice: number;
-    /** Of those, explained by an answer on the wire at a CPU worker SIGKILL (at most the role's at-kill repeats). */
+    /** Of those, explained by an answer on the wire at a SIGKILL (at most the role's at-kill repeats). */
     onTheWireAtKill: number;
+    /** Of those, the ones at a SIGKILL of the gateway (an answer it had received and not yet stored). */
+    onTheWireAtGatewayKill: number;
     /** Of the rest, explained by the same call in flight on two workers at once (at most the role's concurrent repeats). */
     concurrent: number;
   }>;
   /** Answers delivered minus ledger rows, over every role of every source. */
   readonly paidTwice: number;
   /**
-   * Of those, answers whose first delivery went to a connection of a CPU worker that was SIGKILLed
-   * afterwards (the answer was on the wire, or not yet stored, when the process died): the window
-   * at-least-once delivery leaves open. Counted per role as min(paid twice, at-kill repeats).
+   * Of those, answers whose first delivery went to a connection of a process (a CPU worker, the
+   * gateway) that was SIGKILLed afterwards (the answer was on the wire, or not yet stored, when the
+   * process died): the window at-least-once delivery leaves open. Counted per role as min(paid
+   * twice, at-kill repeats).
    */
   readonly onTheWireAtKill: number;
+  /** Of those, at a SIGKILL of the gateway. */
+  readonly onTheWireAtGatewayKill: number;
   /**
    * Of the rest, the same call asked by two worker processes at once (both missed the cache; the
    * single flight joining identical calls works within one process).
@@ -486,7 +503,7 @@ export async function auditModelCalls(
           firstPort: first.remotePort,
           againPort: again.remotePort,
           cause: killed ? 'at-kill' : concurrent ? 'concurrent' : 'other',
-          ...(killed ? { killedPid: killed.pid } : {}),
+          ...(killed ? { killedPid: killed.pid, killedProcess: killed.process ?? 'cpu-worker' } : {}),
         });
       }
     }
@@ -501,6 +518,14 @@ export async function auditModelCalls(
         repeats.filter((r) => r.source === source.name && r.role === role && r.cause === cause).length;
       const paidTwice = answered - ledgerRows;
       const onTheWireAtKill = Math.min(Math.max(0, paidTwice), count('at-kill'));
+      const atGatewayKills = repeats.filter(
+        (r) =>
+          r.source === source.name &&
+          r.role === role &&
+          r.cause === 'at-kill' &&
+          r.killedProcess === 'gateway',
+      ).length;
+      const onTheWireAtGatewayKill = Math.min(onTheWireAtKill, atGatewayKills);
       const concurrent = Math.min(Math.max(0, paidTwice - onTheWireAtKill), count('concurrent'));
       byRole.push({
         source: source.name,
@@ -509,6 +534,7 @@ export async function auditModelCalls(
         ledgerRows,
         paidTwice,
         onTheWireAtKill,
+        onTheWireAtGatewayKill,
         concurrent,
       });
     }
@@ -516,9 +542,10 @@ export async function auditModelCalls(
   // A role with fewer answers than rows (negative) must not hide one paid twice elsewhere.
   const paidTwice = byRole.reduce((n, r) => n + Math.max(0, r.paidTwice), 0);
   const onTheWireAtKill = byRole.reduce((n, r) => n + r.onTheWireAtKill, 0);
+  const onTheWireAtGatewayKill = byRole.reduce((n, r) => n + r.onTheWireAtGatewayKill, 0);
   const concurrent = byRole.reduce((n, r) => n + r.concurrent, 0);
   const other = paidTwice - onTheWireAtKill - concurrent;
-  return { byRole, paidTwice, onTheWireAtKill, concurrent, other, repeats };
+  return { byRole, paidTwice, onTheWireAtKill, onTheWireAtGatewayKill, concurrent, other, repeats };
 }
 
 // ---------------------------------------------------------------------------------------------

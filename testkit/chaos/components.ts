@@ -1,20 +1,17 @@
 /**
  * The parts of the chaos harness's private stack that it kills and restarts: the Temporal dev
- * server (same db file after a crash), supervised worker processes (CPU workers, the Python trainer
- * worker) and the machine's PostgreSQL cluster; plus the checks around them (is PostgreSQL ours to
- * restart, which TCP ports a process holds).
+ * server (same db file after a crash), supervised processes (CPU workers, the Python trainer
+ * worker, the model gateway); plus the checks around them (does PostgreSQL answer, which TCP ports
+ * a process holds). PostgreSQL is the harness's own instance (testkit/postgres-instance.ts).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile, readdir, readlink } from 'node:fs/promises';
 import os from 'node:os';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { nodeEntryArgs, REPO_ROOT } from '../../deploy/paths.js';
 import { stopChild } from '../../deploy/processes.js';
 import { devServerArgs, waitForFrontend, type DevServerOptions } from '../../deploy/temporal-dev-server.js';
-
-const run = promisify(execFile);
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -238,17 +235,7 @@ export async function tcpPortsOf(pid: number): Promise<number[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// PostgreSQL: the machine's cluster, restarted by pg_ctlcluster
-
-/** The Debian cluster (version, name) listening on `port`, from `pg_lsclusters`. */
-export async function findCluster(port: number): Promise<{ version: string; cluster: string }> {
-  const { stdout } = await run('pg_lsclusters', ['--no-header']);
-  for (const line of stdout.split('\n')) {
-    const [version, cluster, clusterPort] = line.trim().split(/\s+/);
-    if (version && cluster && Number(clusterPort) === port) return { version, cluster };
-  }
-  throw new Error(`no PostgreSQL cluster on port ${port} in pg_lsclusters:\n${stdout}`);
-}
+// PostgreSQL: the harness's own instance (testkit/postgres-instance.ts)
 
 /** Opens and closes one connection; true when PostgreSQL accepts it. */
 export async function postgresAnswers(url: string): Promise<boolean> {
@@ -265,107 +252,25 @@ export async function postgresAnswers(url: string): Promise<boolean> {
   }
 }
 
-/**
- * Restarts the cluster with `pg_ctlcluster --skip-systemctl-redirect -m <mode> V C restart`. The
- * command runs in its own process group, so a Ctrl-C of the harness cannot leave it half done.
- */
-export function restartPostgres(
-  cluster: { version: string; cluster: string },
-  mode: 'fast' | 'immediate',
-): Promise<void> {
-  return pgCtl(cluster, ['-m', mode], 'restart');
-}
-
-/** Starts the cluster if it is down (cleanup after an interrupted restart). */
-export function startPostgres(cluster: { version: string; cluster: string }): Promise<void> {
-  return pgCtl(cluster, [], 'start');
-}
-
-function pgCtl(
-  cluster: { version: string; cluster: string },
-  options: string[],
-  action: string,
-): Promise<void> {
-  const argv = ['--skip-systemctl-redirect', ...options, cluster.version, cluster.cluster, action];
-  return new Promise((resolve, reject) => {
-    const child = spawn('pg_ctlcluster', argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`pg_ctlcluster ${argv.join(' ')} exited with ${code}: ${output}`)),
-    );
-  });
-}
-
-/** A process on this machine whose command line marks it as another test or benchmark run. */
-export interface OtherUser {
-  readonly pid: number;
-  readonly command: string;
-}
-
-/** Command lines that mean someone else is using PostgreSQL for tests or benchmarks. */
-const OTHER_USER_PATTERN = /vitest|\b(tsx|node)\b.*\bbench\//;
-
-async function processTable(): Promise<Map<number, { ppid: number; command: string }>> {
-  const { stdout } = await run('ps', ['-eo', 'pid=,ppid=,args='], { maxBuffer: 16 * 1024 * 1024 });
-  const table = new Map<number, { ppid: number; command: string }>();
-  for (const line of stdout.split('\n')) {
-    const match = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
-    if (match) table.set(Number(match[1]), { ppid: Number(match[2]), command: match[3]! });
-  }
-  return table;
-}
-
-/**
- * Test and benchmark runs (vitest, bench/*) on this machine that are not this run: this process,
- * its ancestors, and every descendant of its highest test/bench ancestor (a vitest run's own
- * workers, `npx` wrappers) are ours.
- */
-export async function otherPostgresUsers(): Promise<OtherUser[]> {
-  const table = await processTable();
-  const ancestors: number[] = [];
-  for (let pid: number | undefined = process.pid; pid && pid > 1 && !ancestors.includes(pid);) {
-    ancestors.push(pid);
-    pid = table.get(pid)?.ppid;
-  }
-  const root =
-    [...ancestors].reverse().find((pid) => OTHER_USER_PATTERN.test(table.get(pid)?.command ?? '')) ??
-    process.pid;
-  const ours = new Set(ancestors);
-  const children = new Map<number, number[]>();
-  for (const [pid, { ppid }] of table) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    ours.add(pid);
-    stack.push(...(children.get(pid) ?? []));
-  }
-  return [...table]
-    .filter(
-      ([pid, { command }]) => !ours.has(pid) && OTHER_USER_PATTERN.test(command) && !/^ps /.test(command),
-    )
-    .map(([pid, { command }]) => ({ pid, command: command.slice(0, 160) }));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Model gateway
 
-/** `mockworld gateway` in its own process on a free port; `url` resolves once it listens. */
-export function startModelGatewayProcess(env: Record<string, string>): {
-  readonly url: Promise<string>;
-  kill(): Promise<void>;
-} {
-  const child = spawn(process.execPath, [...nodeEntryArgs('cli/main'), 'gateway', '--port', '0'], {
+/**
+ * `mockworld gateway` in its own process on `port` (fixed, so that a restarted gateway serves the
+ * URL the workers were given); `ready` resolves with its URL once it listens. A launch for
+ * {@link Supervised}: the gateway is killed and started again by fault (f).
+ */
+export function launchModelGateway(
+  env: Record<string, string>,
+  port: number,
+): Started & { readonly ready: Promise<string> } {
+  const child = spawn(process.execPath, [...nodeEntryArgs('cli/main'), 'gateway', '--port', String(port)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const url = new Promise<string>((resolve, reject) => {
+  const ready = new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4_000);
       const found = /model gateway listening on (http:\/\/\S+)/.exec(output);
@@ -375,13 +280,5 @@ export function startModelGatewayProcess(env: Record<string, string>): {
     child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`model gateway exited with ${code}:\n${output}`)));
   });
-  return {
-    url,
-    async kill() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await gone;
-    },
-  };
+  return { child, ready };
 }

@@ -1,22 +1,25 @@
 /**
- * The chaos harness: a private stack (its own Temporal dev server on its own db file, its own fresh
- * PostgreSQL database, scripted model servers with random faults, two CPU worker processes calling
- * them through one model gateway, the Python trainer worker and policy server), a synthesis run and a GRPO run going at once, and
+ * The chaos harness: a private stack (its own Temporal dev server on its own db file, its own
+ * PostgreSQL instance (own data directory and port, testkit/postgres-instance.ts), scripted model
+ * servers with random faults, two CPU worker processes calling them through one model gateway,
+ * the Python trainer worker and policy server), a synthesis run and a GRPO run going at once, and
  * faults injected at seeded random points while they run:
  *
- *   (a) cpu-worker-kill   SIGKILL a CPU worker process, start a new one
- *   (b) trainer-kill      SIGKILL the Python trainer worker, start a new one
- *   (c) temporal-restart  SIGKILL the dev server, start it again on the same db file
- *   (d) postgres-restart  restart the machine's PostgreSQL cluster (pg_ctlcluster)
- *   (e) model faults      every model request has a seeded chance of 429 / 5xx / hang / broken body
+ *   (a) cpu-worker-kill       SIGKILL a CPU worker process, start a new one
+ *   (b) trainer-kill          SIGKILL the Python trainer worker, start a new one
+ *   (c) temporal-restart      SIGKILL the dev server, start it again on the same db file
+ *   (d) postgres-restart      stop the harness's own postmaster (by its PID) and start it again
+ *   (e) model faults          every model request has a seeded chance of 429 / 5xx / hang / broken body
+ *   (f) gateway-kill          SIGKILL the model gateway with calls in flight, start it again (gateway-kill.ts)
+ *   (g) slow-model            a model server answers after 5–20 s for minutes (slow-model.ts)
+ *   (h) checkpoint-disk-full  the checkpoint directory's own small filesystem is full for a while
+ *                             (checkpoint-disk.ts)
  *
  * Afterwards it audits PostgreSQL, the histories, the checkpoints and the model servers' counts
  * (audit.ts). Used by `bench/chaos.ts` (full size) and `test/integration/chaos.test.ts` (CI size).
  *
- * A PostgreSQL restart drops every connection on the machine, so the harness restarts it only while
- * no other test or benchmark run is on the machine (components.ts `otherPostgresUsers`): it waits
- * for such a window before it starts, and postpones a restart while someone else is running.
- * Nothing of the default stack (~/.mockworld, port 7233, the `mockworld` database) is touched.
+ * Nothing of the machine's is stopped, restarted or filled: not its PostgreSQL cluster, not the
+ * default stack (~/.mockworld, port 7233, the `mockworld` database), not a shared disk.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -27,6 +30,7 @@ import { registerSearchAttributes } from '../../deploy/search-attributes.js';
 import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
 import { startCountingProxy, type CountingProxy } from '../counting-proxy.js';
 import { createTestDatabase, query, type TestDatabase } from '../database.js';
+import { startPostgresInstance, type PostgresInstance } from '../postgres-instance.js';
 import { grpoFixtureScript, insertFixtureTasks } from '../grpo-fixture.js';
 import {
   startModelServer,
@@ -50,31 +54,31 @@ import {
   type RunAudit,
   type RunRecord,
 } from './audit.js';
+import { diskFullInjector, mountSmallDisk, type SmallDisk } from './checkpoint-disk.js';
 import {
-  findCluster,
-  otherPostgresUsers,
-  startModelGatewayProcess,
+  launchModelGateway,
   postgresAnswers,
-  restartPostgres,
   sleep,
-  startPostgres,
   Supervised,
   tcpPortsOf,
   TemporalServer,
   workerIdentity,
   type ProcessLife,
 } from './components.js';
+import { gatewayKillInjector } from './gateway-kill.js';
 import { TemporalObserver, type ActivityRetry, type PendingActivity } from './observe.js';
+import { explainRetry } from './retries.js';
+import { slowModelInjector, type SlowModelOptions, type SlowWindow } from './slow-model.js';
+import {
+  FAULT_KINDS,
+  type ChaosFaultKind,
+  type FaultContext,
+  type FaultRecord,
+  type Injector,
+} from './types.js';
 import { FIXTURE_SYNTHESIS_RUN, grpoSpec, synthesisSpec, type WorkloadOptions } from './workload.js';
 
-/** The injected faults, (a)–(d). */
-export const FAULT_KINDS = [
-  'cpu-worker-kill',
-  'trainer-kill',
-  'temporal-restart',
-  'postgres-restart',
-] as const;
-export type ChaosFaultKind = (typeof FAULT_KINDS)[number];
+export { FAULT_KINDS, type ChaosFaultKind, type FaultRecord } from './types.js';
 
 /** The model-server faults drawn at random: all transport-level, so none may change an outcome. */
 export const DEFAULT_MODEL_FAULTS: readonly FaultKind[] = [
@@ -86,7 +90,7 @@ export const DEFAULT_MODEL_FAULTS: readonly FaultKind[] = [
 ];
 
 export interface ChaosOptions {
-  /** Faults of each kind (a)–(d) to inject. */
+  /** Faults of each kind (a)–(d), (f)–(h) to inject. */
   readonly faultsPerKind: number;
   readonly seed: number;
   readonly kinds: readonly ChaosFaultKind[];
@@ -111,9 +115,12 @@ export interface ChaosOptions {
   readonly drainTimeoutMs: number;
   /** How long a fault's recovery is watched before it counts as not recovered. */
   readonly recoveryTimeoutMs: number;
-  /** How long to wait, before starting, for no other test run on the machine (PostgreSQL restarts only). */
-  readonly quietWaitMs: number;
+  /** How (d) stops the postmaster: fast (SIGINT) or immediate (SIGQUIT, crash recovery at start). */
   readonly postgresMode: 'fast' | 'immediate';
+  /** (g): length of a slow window and the latency of each request in it. */
+  readonly slowModel: SlowModelOptions;
+  /** (h): size of the checkpoint directory's own filesystem, and how long a fault keeps it full. */
+  readonly checkpointDisk: { readonly sizeMb: number; readonly holdMs: readonly [number, number] };
   readonly cpuWorkers: number;
   /**
    * CPU workers call the models through one `mockworld gateway` process (not a fault target),
@@ -144,38 +151,15 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'log'> = {
     grpoRollouts: 4,
   },
   keepRunsGoing: true,
-  maxRounds: 6,
+  maxRounds: 12,
   drainTimeoutMs: 8 * 60_000,
   recoveryTimeoutMs: 5 * 60_000,
-  quietWaitMs: 5 * 60_000,
   postgresMode: 'fast',
+  slowModel: { windowMs: [60_000, 120_000], latencyMs: [5_000, 20_000] },
+  checkpointDisk: { sizeMb: 64, holdMs: [20_000, 40_000] },
   cpuWorkers: 2,
   modelGateway: true,
 };
-
-/** One injected fault and what followed. */
-export interface FaultRecord {
-  readonly kind: ChaosFaultKind;
-  /** 1-based number among the faults of its kind. */
-  readonly seq: number;
-  /** Seconds since the harness started the runs. */
-  readonly atS: number;
-  readonly detail: string;
-  /** Runs of the workload in progress when it landed. */
-  readonly runsInProgress: number;
-  /** From injection until the killed part serves again (worker polling, server answering, database accepting). */
-  backMs?: number;
-  /** Activities the fault cut off (a, b): running on the killed process at the kill. */
-  interrupted?: number;
-  /**
-   * From injection until the work resumed; undefined: not recovered. (a), (b): every activity the
-   * killed process was running started again on a live worker (or finished), and a worker serves
-   * the queue; (c): a run records finished work on the restarted server; (d): the pipeline writes
-   * to PostgreSQL again.
-   */
-  recoveryMs?: number;
-  readonly notes: string[];
-}
 
 export interface ChaosResult {
   readonly options: Omit<ChaosOptions, 'log'>;
@@ -192,9 +176,15 @@ export interface ChaosResult {
   readonly mappings: MappingAudit;
   /**
    * Activity attempts after the first, with why the one before failed; `afterKill` when a kill of a
-   * process that runs that activity type came in the 90 s before (its heartbeat timeout explains it).
+   * process that runs that activity type came in the 90 s before (its heartbeat timeout explains it);
+   * `explainedBy` the injected fault that explains the retry (retries.ts), none when nothing does;
+   * `inSlowWindow` when it started during a slow-model window (g) or up to a minute after.
    */
-  readonly activityRetries: Array<ActivityRetry & { atS: number; afterKill: boolean }>;
+  readonly activityRetries: Array<
+    ActivityRetry & { atS: number; afterKill: boolean; explainedBy?: ChaosFaultKind; inSlowWindow: boolean }
+  >;
+  /** (g): the slow windows, in seconds since the runs started. */
+  readonly slowWindows: Array<{ server: string; fromS: number; toS: number | undefined }>;
   readonly modelServers: Record<
     string,
     Pick<ModelServerStats, 'total' | 'faults' | 'answered' | 'abandoned'>
@@ -215,7 +205,12 @@ export interface Chaos {
   cleanup(): Promise<void>;
 }
 
-const ADMIN_URL = process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Per-request timeout of the workload's model endpoints without slow windows: a hang costs seconds. */
+const HUNG_REQUEST_TIMEOUT_MS = 4_000;
+
+/** The scripted model servers' normal latency (a slow window (g) raises it for a while). */
+const SYNTHESIS_LATENCY_MS = 150;
+const GRPO_LATENCY_MS = 100;
 
 export function createChaos(options: ChaosOptions): Chaos {
   const log = options.log;
@@ -223,8 +218,6 @@ export function createChaos(options: ChaosOptions): Chaos {
   const supervised: Supervised[] = [];
   let stopping = false;
   let cleaning: Promise<void> | undefined;
-  let pgRestart: Promise<void> | undefined;
-  let cluster: { version: string; cluster: string } | undefined;
 
   const cleanup = () =>
     (cleaning ??= (async () => {
@@ -241,26 +234,11 @@ export function createChaos(options: ChaosOptions): Chaos {
 
   const defer = (name: string, fn: () => Promise<void>) => cleanups.push({ name, fn });
 
-  /** After a restart that was cut short (Ctrl-C, a failure), PostgreSQL is started again. */
-  const ensurePostgresUp = async () => {
-    await pgRestart?.catch(() => undefined);
-    if (!cluster || (await until(() => postgresAnswers(ADMIN_URL), 10_000).catch(() => false))) return;
-    log('cleanup: PostgreSQL is down; starting it');
-    await startPostgres(cluster).catch((error: Error) => log(`cleanup: ${error.message}`));
-    await until(() => postgresAnswers(ADMIN_URL), 60_000);
-  };
-
   async function run(): Promise<ChaosResult> {
     const started = Date.now();
     let runsStartedAt = started;
     const seconds = (t: number) => Math.round((t - runsStartedAt) / 100) / 10;
     try {
-      // The machine's PostgreSQL is restarted only when this is the only test run on it.
-      if (options.kinds.includes('postgres-restart') && options.faultsPerKind > 0) {
-        cluster = await findCluster(Number(new URL(ADMIN_URL).port || 5432));
-        await waitForQuiet(options.quietWaitMs, log);
-        defer('PostgreSQL up again', ensurePostgresUp);
-      }
       // Workers and the trainer get exactly the settings below, never the caller's payload key.
       delete process.env.MOCKWORLD_PAYLOAD_KEY;
 
@@ -269,7 +247,21 @@ export function createChaos(options: ChaosOptions): Chaos {
       const home = path.join(dir, 'home');
       const checkpoints = path.join(dir, 'checkpoints');
       await mkdir(home, { recursive: true });
+      await mkdir(checkpoints, { recursive: true });
       log(`state in ${dir}`);
+      const skipped: ChaosResult['skipped'] = [];
+      // (h) fills a filesystem of the harness's own on the checkpoint directory, never a shared one.
+      let disk: SmallDisk | undefined;
+      if (options.kinds.includes('checkpoint-disk-full') && options.faultsPerKind > 0) {
+        const mounted = await mountSmallDisk(checkpoints, options.checkpointDisk.sizeMb);
+        if ('reason' in mounted) {
+          log(`(h) checkpoint-disk-full skipped: ${mounted.reason}`);
+          skipped.push({ kind: 'checkpoint-disk-full', reason: mounted.reason });
+        } else {
+          disk = mounted;
+          defer('checkpoint filesystem', () => mounted.unmount());
+        }
+      }
 
       const temporal = new TemporalServer({
         cli: options.temporalCli ?? (await ensureTemporalCli(log)),
@@ -286,11 +278,11 @@ export function createChaos(options: ChaosOptions): Chaos {
       defer('Temporal connection', () => observer.close());
       log(`Temporal dev server at ${temporal.address}`);
 
-      const db: TestDatabase = await createTestDatabase('mw_chaos');
-      defer('database', async () => {
-        await ensurePostgresUp();
-        await db.drop();
-      });
+      // PostgreSQL of the harness's own: (d) restarts it; the machine's cluster is never touched.
+      const postgres: PostgresInstance = await startPostgresInstance({ log });
+      defer('PostgreSQL instance', () => postgres.remove());
+      const db: TestDatabase = await createTestDatabase('mw_chaos', postgres.adminUrl);
+      defer('database', () => db.drop());
       await insertFixtureTasks(db.url, {
         synthesisRunId: FIXTURE_SYNTHESIS_RUN,
         count: options.workload.grpoTasks,
@@ -302,13 +294,13 @@ export function createChaos(options: ChaosOptions): Chaos {
       const servers: Record<string, ModelServer> = {
         synthesis: await startModelServer({
           script: synthesisScript,
-          latencyMs: 150,
+          latencyMs: SYNTHESIS_LATENCY_MS,
           log: false,
           logDeliveries: true,
         }),
         grpo: await startModelServer({
           script: grpoFixtureScript,
-          latencyMs: 100,
+          latencyMs: GRPO_LATENCY_MS,
           log: false,
           logDeliveries: true,
         }),
@@ -334,10 +326,13 @@ export function createChaos(options: ChaosOptions): Chaos {
         MOCKWORLD_CHECKPOINT_DIR: checkpoints,
         MOCKWORLD_TRAINER_DEVICE: 'cpu',
       };
+      let gateway: Supervised | undefined;
       if (options.modelGateway) {
-        const gateway = startModelGatewayProcess(env);
-        defer('model gateway', () => gateway.kill());
-        env.MOCKWORLD_MODEL_GATEWAY_URL = await gateway.url;
+        const port = await freePort();
+        gateway = new Supervised('model gateway', () => launchModelGateway({ ...env }, port), log);
+        supervised.push(gateway);
+        defer('model gateway', () => gateway!.stop());
+        env.MOCKWORLD_MODEL_GATEWAY_URL = (await gateway.start().ready) as string;
       }
       const policy = startPython(
         'mockworld_trainer.policy_server',
@@ -400,13 +395,18 @@ export function createChaos(options: ChaosOptions): Chaos {
       const runs: RunRecord[] = [];
       let scheduleDone = false;
       const runsInProgress = () => runs.filter((r) => r.status === undefined).length;
+      // A hung request (a model fault) costs the endpoint's timeout; a slow window's answers must
+      // outlast none of it, so with (g) the timeout is the slowest answer plus a margin.
+      const modelTimeoutMs = options.kinds.includes('slow-model')
+        ? options.slowModel.latencyMs[1] + 10_000
+        : HUNG_REQUEST_TIMEOUT_MS;
       const stamp = Date.now().toString(36);
 
       const startRun = async (kind: RunRecord['kind'], round: number): Promise<RunRecord> => {
         const workflowId = `chaos-${kind === 'Synthesis' ? 'synthesis' : 'grpo'}-${stamp}-r${round}`;
         const spec =
           kind === 'Synthesis'
-            ? synthesisSpec(options.workload, personas, servers.synthesis!.url, round)
+            ? synthesisSpec(options.workload, personas, servers.synthesis!.url, round, modelTimeoutMs)
             : grpoSpec(
                 options.workload,
                 workflowId,
@@ -414,6 +414,7 @@ export function createChaos(options: ChaosOptions): Chaos {
                 proxy.url,
                 env.MOCKWORLD_GPU_TASK_QUEUE!,
                 round,
+                modelTimeoutMs,
               );
         await until(async () => {
           try {
@@ -483,8 +484,8 @@ export function createChaos(options: ChaosOptions): Chaos {
       // ---------------------------------------------------------------------------------------
       // The faults.
       const faults: FaultRecord[] = [];
-      const skipped: ChaosResult['skipped'] = [];
       const kills: KillRecord[] = [];
+      const slowWindows: SlowWindow[] = [];
       const watches: Promise<void>[] = [];
       const monitors = {
         push: (watch: Promise<void>) =>
@@ -544,10 +545,26 @@ export function createChaos(options: ChaosOptions): Chaos {
         }
       };
 
-      const injectors: Record<
-        ChaosFaultKind,
-        (seq: number, random: () => number) => Promise<'done' | 'later'>
-      > = {
+      const context: FaultContext = {
+        observer,
+        log,
+        seconds,
+        runsInProgress,
+        record: (fault) => faults.push(fault),
+        monitor: (watch) => monitors.push(watch),
+        watchUntil,
+        stopping: () => stopping,
+      };
+      /** A trainer step running on the trainer process `pid` (one started on a killed one stays "started" until it times out). */
+      const trainerStepRunning = async (pid: number | undefined) => {
+        const views = temporal.up ? await observer.snapshot(3_000) : undefined;
+        const identity = pid === undefined ? '' : workerIdentity(pid);
+        return views?.some((v) =>
+          v.pending.some((a) => a.started && a.type === 'trainer.grpoStep' && a.identity === identity),
+        );
+      };
+
+      const injectors: Record<ChaosFaultKind, Injector> = {
         'cpu-worker-kill': async (seq, random) => {
           const candidates = workers.filter((w) => w.pid !== undefined && ready.has(w.pid));
           if (candidates.length === 0) return 'later';
@@ -559,7 +576,7 @@ export function createChaos(options: ChaosOptions): Chaos {
           const before = views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
           const ports = await tcpPortsOf(pid);
           const at = Date.now();
-          const kill: KillRecord = { pid, at, ports };
+          const kill: KillRecord = { pid, at, ports, process: 'cpu-worker' };
           kills.push(kill);
           const { next } = await victim.killAndRestart();
           kill.diedAt = Date.now();
@@ -584,14 +601,7 @@ export function createChaos(options: ChaosOptions): Chaos {
         'trainer-kill': async (seq, random) => {
           if (trainer.pid === undefined || !ready.has(trainer.pid)) return 'later';
           void random;
-          // A step on this trainer process (one started on a killed one stays "started" until it times out).
-          const stepRunning = async () => {
-            const views = temporal.up ? await observer.snapshot(3_000) : undefined;
-            const identity = trainer.pid === undefined ? '' : workerIdentity(trainer.pid);
-            return views?.some((v) =>
-              v.pending.some((a) => a.started && a.type === 'trainer.grpoStep' && a.identity === identity),
-            );
-          };
+          const stepRunning = () => trainerStepRunning(trainer.pid);
           const wantStep = seq <= options.trainerInStepKills;
           if (wantStep || options.trainerKillsAvoidSteps) {
             // Wait (bounded) for a step to be running (or for none to be), so the kill lands where asked.
@@ -654,26 +664,19 @@ export function createChaos(options: ChaosOptions): Chaos {
         },
 
         'postgres-restart': async (seq) => {
-          const others = await otherPostgresUsers();
-          if (others.length) {
-            log(
-              `fault (d) #${seq} postponed: other test runs on the machine: ${others.map((o) => `${o.pid} ${o.command}`).join('; ')}`,
-            );
-            return 'later';
-          }
           const at = Date.now();
+          const pid = postgres.pid;
           const record: FaultRecord = {
             kind: 'postgres-restart',
             seq,
             atS: seconds(at),
-            detail: `pg_ctlcluster -m ${options.postgresMode} ${cluster!.version} ${cluster!.cluster} restart`,
+            detail: `own postmaster pid ${pid} stopped ${options.postgresMode} (${options.postgresMode === 'fast' ? 'SIGINT' : 'SIGQUIT'}) and started again`,
             runsInProgress: runsInProgress(),
             notes: [],
           };
           faults.push(record);
           log(`fault (d) #${seq}: ${record.detail}`);
-          pgRestart = restartPostgres(cluster!, options.postgresMode);
-          await pgRestart;
+          await postgres.restart(options.postgresMode);
           await until(() => postgresAnswers(db.url), 120_000);
           const backAt = Date.now();
           record.backMs = backAt - at;
@@ -686,15 +689,65 @@ export function createChaos(options: ChaosOptions): Chaos {
           );
           return 'done';
         },
-      };
 
-      await schedule(
-        options,
-        injectors,
-        () => stopping,
-        (kind, reason) => skipped.push({ kind, reason }),
-        log,
+        'gateway-kill': gateway
+          ? gatewayKillInjector(context, gateway, env.MOCKWORLD_MODEL_GATEWAY_URL!, db.url, kills)
+          : async () => 'later',
+
+        'slow-model': slowModelInjector(
+          context,
+          [
+            { name: 'synthesis', server: servers.synthesis!, latencyMs: SYNTHESIS_LATENCY_MS },
+            { name: 'GRPO', server: servers.grpo!, latencyMs: GRPO_LATENCY_MS },
+          ],
+          options.slowModel,
+          kills,
+          slowWindows,
+        ),
+
+        'checkpoint-disk-full': disk
+          ? diskFullInjector(
+              context,
+              disk,
+              { holdMs: options.checkpointDisk.holdMs },
+              async () => {
+                const identity = trainer.pid === undefined ? '' : workerIdentity(trainer.pid);
+                const views = temporal.up ? await observer.snapshot(3_000) : undefined;
+                const running = views
+                  ?.flatMap((v) => v.pending)
+                  .find((a) => a.started && a.type === 'trainer.grpoStep' && a.identity === identity);
+                return (
+                  running && {
+                    workflowId: running.workflowId,
+                    activityId: running.activityId,
+                    attempt: running.attempt,
+                  }
+                );
+              },
+              async (step) => {
+                const view = await observer.describe(step.workflowId);
+                if (!view) return 'unknown';
+                const now = view.pending.find((a) => a.activityId === step.activityId);
+                return now && { ...step, attempt: now.attempt };
+              },
+              async () => {
+                const views = temporal.up ? await observer.snapshot(3_000) : undefined;
+                return views?.some((v) => v.pending.some((a) => a.type.startsWith('trainer.')));
+              },
+            )
+          : async () => 'later',
+      };
+      // Kinds that cannot run here (no filesystem of our own to fill; no gateway) are not scheduled.
+      const schedulable = options.kinds.filter(
+        (k) => !(k === 'checkpoint-disk-full' && !disk) && !(k === 'gateway-kill' && !gateway),
       );
+      if (options.kinds.includes('gateway-kill') && !gateway)
+        skipped.push({
+          kind: 'gateway-kill',
+          reason: 'the CPU workers call the models directly (no gateway)',
+        });
+
+      await schedule({ ...options, kinds: schedulable }, injectors, () => stopping, log);
       scheduleDone = true;
       log(`all faults injected; waiting for the runs in progress`);
       drainDeadline = Date.now() + options.drainTimeoutMs;
@@ -775,8 +828,20 @@ export function createChaos(options: ChaosOptions): Chaos {
         const kind = r.type.startsWith('trainer.') ? 'trainer-kill' : 'cpu-worker-kill';
         const atS = seconds(r.startedAt);
         const afterKill = faults.some((f) => f.kind === kind && f.atS <= atS && atS - f.atS <= 90);
-        return { ...r, atS, afterKill };
+        const explainedBy = explainRetry({ ...r, atS }, faults);
+        const inSlowWindow = slowWindows.some(
+          (w) => r.startedAt >= w.from && r.startedAt <= (w.to ?? Number.POSITIVE_INFINITY) + 60_000,
+        );
+        return { ...r, atS, afterKill, ...(explainedBy ? { explainedBy } : {}), inSlowWindow };
       });
+      // (h): the trainer steps each full disk failed (the histories know them only now), each
+      // counted for the last full disk before it.
+      const disks = faults.filter((x) => x.kind === 'checkpoint-disk-full');
+      for (const f of disks) f.interrupted = 0;
+      for (const r of activityRetries.filter((x) => x.explainedBy === 'checkpoint-disk-full')) {
+        const last = disks.filter((f) => f.atS <= r.atS).at(-1);
+        if (last) last.interrupted! += 1;
+      }
       log(`audit done in ${((Date.now() - auditStarted) / 1000).toFixed(0)} s`);
       const unplannedExits = supervised.flatMap((s) =>
         s.unplannedExits.map((l: ProcessLife) => {
@@ -804,6 +869,11 @@ export function createChaos(options: ChaosOptions): Chaos {
         modelCalls,
         mappings,
         activityRetries,
+        slowWindows: slowWindows.map((w) => ({
+          server: w.server,
+          fromS: seconds(w.from),
+          toS: w.to === undefined ? undefined : seconds(w.to),
+        })),
         modelServers: Object.fromEntries(
           [
             ...Object.entries(servers).map(([k, s]) => [k, s.stats] as const),
@@ -845,41 +915,16 @@ async function until<T>(
   }
 }
 
-/** Waits until no other test or benchmark run is on the machine, or fails saying who is there. */
-async function waitForQuiet(timeoutMs: number, log: (line: string) => void): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let said = false;
-  for (;;) {
-    const others = await otherPostgresUsers();
-    if (others.length === 0) return;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `other test runs are using PostgreSQL on this machine, and restarting it would break them: ` +
-          `${others.map((o) => `pid ${o.pid} ${o.command}`).join('; ')}. ` +
-          'Run when they are done, or leave out the postgres-restart faults.',
-      );
-    }
-    if (!said)
-      log(
-        `waiting up to ${Math.round(timeoutMs / 1000)} s for other test runs to finish: ${others.map((o) => o.pid).join(', ')}`,
-      );
-    said = true;
-    await sleep(5_000);
-  }
-}
-
 /**
  * Injects `faultsPerKind` faults of every kind. The gaps between two faults of one kind are drawn
  * from a generator per kind seeded from `seed`; kinds run independently, so faults of different
  * kinds overlap. A fault waits until the previous one of its kind has healed (the killed part
- * serves again), and an injector that cannot act now (no worker ready, someone else on
- * PostgreSQL) is asked again 5 s later; a PostgreSQL restart postponed past `quietWaitMs` is skipped.
+ * serves again), and an injector that cannot act now (no worker ready) is asked again 5 s later.
  */
 async function schedule(
   options: ChaosOptions,
-  injectors: Record<ChaosFaultKind, (seq: number, random: () => number) => Promise<'done' | 'later'>>,
+  injectors: Record<ChaosFaultKind, Injector>,
   stopped: () => boolean,
-  skip: (kind: ChaosFaultKind, reason: string) => void,
   log: (line: string) => void,
 ): Promise<void> {
   await Promise.all(
@@ -889,7 +934,6 @@ async function schedule(
       await sleep(options.warmupMs + random() * options.meanGapMs);
       for (let seq = 1; seq <= options.faultsPerKind && !stopped(); seq++) {
         const dueAt = Date.now();
-        let waitedSince: number | undefined;
         for (;;) {
           if (stopped()) return;
           let outcome: 'done' | 'later';
@@ -900,14 +944,6 @@ async function schedule(
             outcome = 'later';
           }
           if (outcome === 'done') break;
-          waitedSince ??= Date.now();
-          if (kind === 'postgres-restart' && Date.now() - waitedSince > options.quietWaitMs) {
-            skip(
-              kind,
-              `#${seq}: other test runs on the machine for ${Math.round(options.quietWaitMs / 1000)} s`,
-            );
-            break;
-          }
           await sleep(5_000);
         }
         // The gap counts from when the fault was due; a fault that took longer to heal is followed at once.

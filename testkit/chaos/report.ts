@@ -1,5 +1,43 @@
 /** The chaos run's figures: totals for the tests and the Markdown tables bench/chaos.ts prints. */
-import { FAULT_KINDS, type ChaosFaultKind, type ChaosResult, type FaultRecord } from './harness.js';
+import type { ChaosResult } from './harness.js';
+import type { RunAudit } from './audit.js';
+import { FAULT_KINDS, type ChaosFaultKind, type FaultRecord } from './types.js';
+
+/** Why a GRPO run's fresh replay is not bit-identical: it errored, or its first difference. */
+export interface ReplayFinding {
+  readonly workflowId: string;
+  /** 'error': the replay could not run; 'metrics' / 'weights': the first part that differs. */
+  readonly part: 'error' | 'metrics' | 'weights';
+  readonly detail: string;
+}
+
+/** Every GRPO run whose replay is not identical, and which part differs first. */
+export function replayFindings(audits: readonly RunAudit[]): ReplayFinding[] {
+  const out: ReplayFinding[] = [];
+  for (const a of audits) {
+    const replay = a.steps?.replay;
+    if (!replay) continue;
+    if ('error' in replay) {
+      out.push({ workflowId: a.workflowId, part: 'error', detail: replay.error });
+      continue;
+    }
+    const first = replay.differences[0];
+    if (first) {
+      out.push({
+        workflowId: a.workflowId,
+        part: first.part,
+        detail: `step ${first.step} ${first.part} ${first.field}: recorded ${first.recorded}, replayed ${first.replayed}`,
+      });
+    } else if (!replay.sameWeights || !replay.sameMetrics.every(Boolean)) {
+      out.push({
+        workflowId: a.workflowId,
+        part: replay.sameMetrics.every(Boolean) ? 'weights' : 'metrics',
+        detail: `metrics per step ${JSON.stringify(replay.sameMetrics)}, final weights ${replay.sameWeights ? 'same' : 'differ'}`,
+      });
+    }
+  }
+  return out;
+}
 
 /** The numbers every chaos run is judged by (the CI test asserts the zero ones). */
 export interface ChaosTotals {
@@ -15,10 +53,16 @@ export interface ChaosTotals {
   readonly stepsSkipped: number;
   /** GRPO runs whose weights a fresh replay of the recorded batches reproduces bit for bit. */
   readonly replaysIdentical: number;
+  /** The others, by the first part that differs: the replay errored, its metrics or its weights differ. */
+  readonly replaysErrored: number;
+  readonly replaysMetricsDiffer: number;
+  readonly replaysWeightsDiffer: number;
   readonly grpoRuns: number;
   readonly modelAnswers: number;
   readonly paidTwice: number;
   readonly paidTwiceOnTheWireAtKill: number;
+  /** Of those, at a SIGKILL of the gateway: answers it had received and not yet stored. */
+  readonly paidTwiceAtGatewayKill: number;
   /** The most answers of one SIGKILL that were asked again (repeats of the server logs, by killed process). */
   readonly paidTwiceAtOneKillMax: number;
   readonly paidTwiceConcurrent: number;
@@ -26,6 +70,11 @@ export interface ChaosTotals {
   readonly mappingInconsistencies: number;
   readonly unplannedExits: number;
   readonly faultsByKind: Record<ChaosFaultKind, number>;
+  /** Activity retries no injected fault explains (retries.ts). */
+  readonly retriesUnexplained: number;
+  /** (g): model requests a client gave up on in a slow window, and retries no fault explains started in one. */
+  readonly slowModelGiveUps: number;
+  readonly slowModelRetries: number;
 }
 
 export function totals(result: ChaosResult): ChaosTotals {
@@ -35,6 +84,7 @@ export function totals(result: ChaosResult): ChaosTotals {
   const faultsByKind = Object.fromEntries(
     FAULT_KINDS.map((k) => [k, result.faults.filter((f) => f.kind === k).length]),
   ) as Record<ChaosFaultKind, number>;
+  const findings = replayFindings(result.audits);
   return {
     runs: result.runs.length,
     runsCompleted: result.runs.filter((r) => r.status === 'COMPLETED').length,
@@ -53,10 +103,14 @@ export function totals(result: ChaosResult): ChaosTotals {
         a.steps.replay.sameWeights &&
         a.steps.replay.sameMetrics.every(Boolean),
     ).length,
+    replaysErrored: findings.filter((f) => f.part === 'error').length,
+    replaysMetricsDiffer: findings.filter((f) => f.part === 'metrics').length,
+    replaysWeightsDiffer: findings.filter((f) => f.part === 'weights').length,
     grpoRuns: grpo.length,
     modelAnswers: sum(result.modelCalls.byRole.map((r) => r.answered)),
     paidTwice: result.modelCalls.paidTwice,
     paidTwiceOnTheWireAtKill: result.modelCalls.onTheWireAtKill,
+    paidTwiceAtGatewayKill: result.modelCalls.onTheWireAtGatewayKill,
     paidTwiceAtOneKillMax: Math.max(
       0,
       ...Object.values(
@@ -80,6 +134,11 @@ export function totals(result: ChaosResult): ChaosTotals {
     mappingInconsistencies: result.mappings.inconsistencies.length,
     unplannedExits: result.unplannedExits.length,
     faultsByKind,
+    retriesUnexplained: result.activityRetries.filter((r) => !r.explainedBy).length,
+    slowModelGiveUps: sum(
+      result.faults.filter((f) => f.kind === 'slow-model').map((f) => f.interrupted ?? 0),
+    ),
+    slowModelRetries: result.activityRetries.filter((r) => r.inSlowWindow && !r.explainedBy).length,
   };
 }
 
@@ -96,7 +155,10 @@ const LABEL: Record<ChaosFaultKind, string> = {
   'cpu-worker-kill': '(a) CPU worker SIGKILL + restart',
   'trainer-kill': '(b) trainer worker SIGKILL + restart',
   'temporal-restart': '(c) Temporal dev server SIGKILL + restart (same db file)',
-  'postgres-restart': '(d) PostgreSQL restart',
+  'postgres-restart': "(d) PostgreSQL restart (the harness's own instance)",
+  'gateway-kill': '(f) model gateway SIGKILL with calls in flight + restart',
+  'slow-model': '(g) model server answering in 5–20 s for minutes',
+  'checkpoint-disk-full': "(h) checkpoint directory's disk full",
 };
 
 const RECOVERY: Record<ChaosFaultKind, string> = {
@@ -105,11 +167,30 @@ const RECOVERY: Record<ChaosFaultKind, string> = {
   'trainer-kill': 'the trainer activity cut off started again (or finished), and the new trainer polling',
   'temporal-restart': 'a run records finished work (an activity or child completed) on the restarted server',
   'postgres-restart': 'the pipeline writes to PostgreSQL again (model call, turn, stage, judgement)',
+  'gateway-kill': 'a model answer is recorded through the restarted gateway',
+  'slow-model': 'the slowed server answers a request that arrived after the window (back = the window)',
+  'checkpoint-disk-full':
+    'a trainer step is written after the space was freed (back = the space freed; the step may have waited for its rollouts)',
+};
+
+/** What the "work cut off" column counts, per kind. */
+const CUT: Partial<Record<ChaosFaultKind, string>> = {
+  'cpu-worker-kill': 'activities running on it',
+  'trainer-kill': 'activities running on it',
+  'gateway-kill': 'model calls in flight in it',
+  'slow-model': 'requests a client gave up on',
+  'checkpoint-disk-full': 'trainer steps that failed for want of space (and were retried)',
 };
 
 export function markdown(result: ChaosResult): string {
   const t = totals(result);
-  const grpoSteps = `${t.stepsAppliedTwice} / ${t.stepsSkipped} of ${t.stepsExpected} (fresh replay bit-identical: ${t.replaysIdentical} of ${t.grpoRuns} runs)`;
+  const findings = replayFindings(result.audits);
+  const grpoSteps =
+    `${t.stepsAppliedTwice} / ${t.stepsSkipped} of ${t.stepsExpected} (fresh replay bit-identical: ${t.replaysIdentical} of ${t.grpoRuns} runs` +
+    (findings.length
+      ? `; not identical: ${findings.map((f) => `${f.workflowId.replace(/-[a-z0-9]+-r/, '-r')} ${f.part === 'error' ? 'errored' : `${f.part} differ`} (${f.detail.slice(0, 200)})`).join('; ')}`
+      : '') +
+    ')';
   const lines = [
     '| result | value |',
     '|---|---|',
@@ -119,13 +200,15 @@ export function markdown(result: ChaosResult): string {
     `| tasks failed, with the failure recorded (not lost) | ${t.tasksFailedRecorded} |`,
     `| optimizer steps applied twice / skipped | ${grpoSteps} |`,
     `| model calls paid twice, all causes | ${t.paidTwice} (of ${t.modelAnswers} answers delivered; CPU workers call models ${result.options.modelGateway ? 'through the model gateway' : 'directly, no gateway'}) |`,
-    `| … of which: answer on the wire at a CPU worker SIGKILL | ${t.paidTwiceOnTheWireAtKill} (${t.faultsByKind['cpu-worker-kill']} kills; at most ${t.paidTwiceAtOneKillMax} at one kill) |`,
+    `| … of which: answer on the wire at a SIGKILL of a CPU worker or the gateway | ${t.paidTwiceOnTheWireAtKill}, ${t.paidTwiceAtGatewayKill} of them at a gateway kill (${t.faultsByKind['cpu-worker-kill']} CPU worker kills, ${t.faultsByKind['gateway-kill']} gateway kills; at most ${t.paidTwiceAtOneKillMax} at one kill) |`,
     `| … of which: one call in flight on both CPU workers at once (each missed the cache) | ${t.paidTwiceConcurrent} |`,
     `| … of which: any other cause | ${t.paidTwiceOther} |`,
     `| mapping inconsistencies (same task, tool, canonical args; different answer) | ${t.mappingInconsistencies} (${result.mappings.checkedCalls} tool calls in transcripts checked, ${result.mappings.distinctKeys} distinct calls) |`,
     `| worker processes that exited by themselves | ${t.unplannedExits} |`,
+    `| activity retries no injected fault explains | ${t.retriesUnexplained} (of ${result.activityRetries.length} retries) |`,
+    `| slow model server: requests given up / retries no fault explains, in the slow windows | ${t.slowModelGiveUps} / ${t.slowModelRetries} |`,
     '',
-    '| fault | injected | while runs were in progress | activities cut off | back: p50 / p99 | recovered: p50 / p99 / max | not recovered |',
+    '| fault | injected | while runs were in progress | work cut off | back: p50 / p99 | recovered: p50 / p99 / max | not recovered |',
     '|---|---|---|---|---|---|---|',
   ];
   for (const kind of result.options.kinds) {
@@ -173,20 +256,37 @@ export function markdown(result: ChaosResult): string {
   const retries = result.activityRetries;
   const heartbeat = retries.filter((r) => r.cause === 'heartbeat-timeout');
   const notAfterKill = heartbeat.filter((r) => !r.afterKill);
+  const byFault = FAULT_KINDS.map((k) => [k, retries.filter((r) => r.explainedBy === k).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${k} ${n}`);
+  const unexplainedRetries = retries.filter((r) => !r.explainedBy);
   lines.push(
     '',
     `> Activity retries: ${retries.length} attempts after a failed one: ${heartbeat.length} after a heartbeat timeout ` +
       `(${heartbeat.length - notAfterKill.length} within 90 s after a kill of a process running that activity type, ` +
       `${notAfterKill.length} not: ${notAfterKill.map((r) => `${r.type} at ${r.atS} s`).join(', ') || 'none'}), ` +
       `${retries.filter((r) => r.cause.startsWith('failure')).length} after a failure (e.g. a dropped database connection), ` +
-      `${retries.filter((r) => r.cause !== 'heartbeat-timeout' && !r.cause.startsWith('failure')).length} after another timeout.`,
+      `${retries.filter((r) => r.cause !== 'heartbeat-timeout' && !r.cause.startsWith('failure')).length} after another timeout. ` +
+      `Explained by the fault before them: ${byFault.join(', ') || 'none'}; by none: ${
+        unexplainedRetries
+          .slice(0, 10)
+          .map((r) => `${r.type} attempt ${r.attempt} at ${r.atS} s (${r.cause.slice(0, 100)})`)
+          .join('; ') || 'none'
+      }.`,
   );
+  const cutNotes = result.options.kinds
+    .filter((k) => CUT[k])
+    .map((k) => `${k}: ${CUT[k]}`)
+    .join('; ');
+  const skippedNotes = result.skipped.map((x) => `${x.kind}: ${x.reason}`);
   const model = Object.entries(result.modelServers)
     .map(([name, st]) => `${name}: ${st.total} requests, faults ${JSON.stringify(st.faults)}`)
     .join('; ');
   lines.push(
     '',
-    `> Recovered = from the injection until ${result.options.kinds.map((k) => `${k}: ${RECOVERY[k]}`).join('; ')}. ` +
+    `> Work cut off = ${cutNotes}. Recovered = from the injection until ${result.options.kinds.map((k) => `${k}: ${RECOVERY[k]}`).join('; ')}. ` +
+      (skippedNotes.length ? `Skipped: ${skippedNotes.join('; ')}. ` : '') +
+      'Not fault targets yet: an evaluation worker and trainer ranks, which do not exist yet (the trainer is one process on one device). ' +
       `Model faults (e): ${Math.round(result.options.modelFaults.probability * 100)}% of requests (${result.options.modelFaults.kinds.join(', ')}); ${model}.`,
   );
   return lines.join('\n');

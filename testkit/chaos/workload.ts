@@ -25,8 +25,9 @@ export interface WorkloadOptions {
 }
 
 /**
- * A model endpoint of the scripted server as the specs name it: a short per-request timeout, so a
- * hung request (one of the injected faults) costs seconds, not the default two minutes.
+ * A model endpoint of the scripted server as the specs name it, with the harness's per-request
+ * timeout: short, so that a hung request (one of the injected faults) costs seconds, not the
+ * default two minutes; longer than the slowest answer of a slow window (g) when there are some.
  */
 function endpoint(baseUrl: string, model: string, timeoutMs: number) {
   return { baseUrl, model, timeoutMs };
@@ -43,9 +44,10 @@ export function synthesisSpec(
   personasPath: string,
   modelUrl: string,
   round: number,
+  timeoutMs: number,
 ) {
   const role = (offset: number) => ({
-    endpoint: endpoint(modelUrl, 'scripted', 4_000),
+    endpoint: endpoint(modelUrl, 'scripted', timeoutMs),
     sampling: { seed: 100_000 * (round + 1) + 10_000 * offset },
   });
   return {
@@ -67,9 +69,10 @@ export function grpoSpec(
   policyUrl: string,
   gpuTaskQueue: string,
   round: number,
+  timeoutMs: number,
 ) {
   const role = (offset: number) => ({
-    endpoint: endpoint(modelUrl, 'scripted', 4_000),
+    endpoint: endpoint(modelUrl, 'scripted', timeoutMs),
     sampling: { temperature: 0, seed: 100_000 * (round + 1) + 10_000 * offset },
   });
   return {

@@ -1,0 +1,50 @@
+/**
+ * Which injected fault explains an activity retry. A retry no fault explains is a finding: a live
+ * worker's activity timed out (heartbeats starved), or a call was given up and asked again for no
+ * reason the chaos run made. The report lists them; the slow-model fault (g) must cause none.
+ */
+import type { ActivityRetry } from './observe.js';
+import type { ChaosFaultKind, FaultRecord } from './types.js';
+
+/**
+ * How long after a fault a retry may still be its doing: the trainer's heartbeat timeout is a
+ * minute, the CPU activities' 20 s, and a retry waits out its backoff on top.
+ */
+const WINDOW_S = 90;
+
+/** The fault kinds that can make an activity of this type fail, and the failure each leaves. */
+function causes(retry: ActivityRetry): Array<{ kind: ChaosFaultKind; matches: (cause: string) => boolean }> {
+  const timeout = (cause: string) => cause.endsWith('-timeout');
+  const failure = (cause: string) => cause.startsWith('failure');
+  if (retry.type.startsWith('trainer.')) {
+    return [
+      { kind: 'trainer-kill', matches: timeout },
+      { kind: 'checkpoint-disk-full', matches: (c) => /No space left|ENOSPC/i.test(c) },
+      // The trainer reads its batch from PostgreSQL.
+      { kind: 'postgres-restart', matches: failure },
+    ];
+  }
+  return [
+    { kind: 'cpu-worker-kill', matches: timeout },
+    { kind: 'gateway-kill', matches: (c) => failure(c) && /gateway/i.test(c) },
+    { kind: 'postgres-restart', matches: failure },
+  ];
+}
+
+/** The fault that explains `retry` (started at `atS`): one of a kind that leaves its failure, shortly before. */
+export function explainRetry(
+  retry: ActivityRetry & { atS: number },
+  faults: readonly FaultRecord[],
+): ChaosFaultKind | undefined {
+  for (const { kind, matches } of causes(retry)) {
+    if (!matches(retry.cause)) continue;
+    if (
+      faults.some(
+        (f) =>
+          f.kind === kind && f.atS <= retry.atS && retry.atS - f.atS <= WINDOW_S + (f.backMs ?? 0) / 1000,
+      )
+    )
+      return kind;
+  }
+  return undefined;
+}
