@@ -7,7 +7,9 @@ Layout under MOCKWORLD_CHECKPOINT_DIR (default $MOCKWORLD_HOME/checkpoints, ~/.m
     <run>/step-00000003/model/        save_pretrained weights + config (+ tokenizer): servable as is
                                       (a LoRA run: the merged weights, only with ``merge``)
     <run>/step-00000003/adapter/      a LoRA run's adapters (peft layout), loadable by vLLM / SGLang by name
-    <run>/step-00000003/optimizer.pt  AdamW state, to continue on any node
+    <run>/step-00000003/optimizer.pt  AdamW state, to continue on any node (a single process's step)
+    <run>/step-00000003/dcp/          a trainer group's step: every rank's shards of weights and AdamW
+                                      state (torch.distributed.checkpoint), resumable on any world size
     <run>/step-00000003/pinned        present when saveCheckpoint pinned the step
 
 A step directory is filled under a temporary name, fsynced, then renamed into place: it either exists
@@ -205,6 +207,7 @@ class CheckpointStore:
         for step in steps[: -self.keep_last]:
             d = self.step_dir(run_id, step)
             (d / "optimizer.pt").unlink(missing_ok=True)  # only the latest step's is ever resumed from
+            shutil.rmtree(d / "dcp", ignore_errors=True)  # a trainer group's shards of weights and AdamW state
             if not (d / "pinned").exists():
                 shutil.rmtree(d / "model", ignore_errors=True)
                 shutil.rmtree(d / "adapter", ignore_errors=True)

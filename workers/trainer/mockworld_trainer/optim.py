@@ -37,7 +37,9 @@ def clip_and_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, max_
     A non-finite norm (inf or NaN gradients) skips the update, so one bad batch cannot poison the
     weights; the caller counts it from the returned norm.
     """
-    norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+    total = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    # Under FSDP the norm is a DTensor over every rank's shards; its full value is the global norm.
+    norm = float(total.full_tensor() if hasattr(total, "full_tensor") else total)
     if math.isfinite(norm):
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)

@@ -31,10 +31,13 @@ from .batches import canonical, load_batch, parse_batch_ref
 from .checkpoint import CheckpointStore
 from .config import ModelSpec, parse_model_spec, parse_step_config, to_dict
 from .errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
+from .group_state import master_spec, prepare, save_group_step
 from .grpo_step import grpo_update
-from .model import ChatTemplateTokenizer, Policy, load_model, load_tokenizer
 from .lora import load_policy_model
-from .optim import Progress, apply_step_config, make_optimizer, no_progress
+from .model import ChatTemplateTokenizer, Policy, load_model, load_tokenizer
+from .optim import Progress, apply_step_config, no_progress
+from .ranks import Ranks
+from .ranks import current as current_ranks
 from .sft import sft_update
 
 KINDS = ("grpo", "sft")
@@ -73,9 +76,14 @@ def _result(record: dict[str, Any], step_dir: Path, replayed: bool) -> dict[str,
 class Trainer:
     """Holds at most one run's policy and optimizer in memory; everything durable is in the store."""
 
-    def __init__(self, store: CheckpointStore | None = None, device: torch.device | None = None) -> None:
+    def __init__(
+        self, store: CheckpointStore | None = None, device: torch.device | None = None, ranks: Ranks | None = None
+    ) -> None:
         self.store = store or CheckpointStore()
         self.device = device or default_device()
+        # Under torchrun every rank holds one: steps are collective, and rank 0 alone writes the
+        # run's files (group.py sends each call to every rank).
+        self.ranks = ranks or current_ranks()
         self._lock = threading.Lock()
         self._state: _RunState | None = None
         self._ref: tuple[str, Policy] | None = None
@@ -113,6 +121,8 @@ class Trainer:
                     step=step,
                 )
             spec = self._run_spec(run_id, spec, latest)
+            if self.ranks.world > 1:
+                torch.distributed.barrier()  # run.json is written (rank 0) before any rank reads it
             records = load_batch(ref, grpo=kind == "grpo")
             try:
                 state = self._load_state(run_id, latest, spec)
@@ -125,9 +135,11 @@ class Trainer:
                 apply_step_config(state.optimizer, cfg)
                 if kind == "grpo":
                     ref_policy = self._reference(run_id, spec) if cfg.kl_coef > 0 else None
-                    metrics = grpo_update(state.policy, state.optimizer, records, cfg, ref_policy, progress)
+                    metrics = grpo_update(
+                        state.policy, state.optimizer, records, cfg, ref_policy, progress, self.ranks
+                    )
                 else:
-                    metrics = sft_update(state.policy, state.optimizer, records, cfg, progress)
+                    metrics = sft_update(state.policy, state.optimizer, records, cfg, progress, self.ranks)
                 metrics["duration_s"] = round(time.monotonic() - started, 3)
                 metrics = {k: v if not isinstance(v, float) or math.isfinite(v) else None for k, v in metrics.items()}
                 record = {
@@ -144,9 +156,14 @@ class Trainer:
                 tokenizer = state.policy.tokenizer
                 hf_tok = tokenizer.hf if isinstance(tokenizer, ChatTemplateTokenizer) else None
                 merge = spec.lora is not None and spec.lora.merge
-                record, won = self.store.save_step(
-                    run_id, step, state.policy.model, state.optimizer, record, hf_tok, merge_lora=merge
-                )
+                if self.ranks.world > 1:
+                    record, won = save_group_step(
+                        self.store, run_id, step, state.policy.model, state.optimizer, record, hf_tok, self.ranks
+                    )
+                else:
+                    record, won = self.store.save_step(
+                        run_id, step, state.policy.model, state.optimizer, record, hf_tok, merge_lora=merge
+                    )
                 progress("save", 1, 1)
             except BaseException:
                 self._state = None  # the in-memory weights may be half-updated: reload from disk next time
@@ -188,14 +205,14 @@ class Trainer:
                 "metrics": None,
             }
         record = self.store.read_record(run_id, latest) or {}
+        adapter = self.store.adapter_dir(run_id, latest)
         return {
             "run_id": run_id,
-        adapter = self.store.adapter_dir(run_id, latest)
             "step": latest,
             "model_path": str(self.store.weights_dir(run_id, latest)),
+            "adapter_path": None if adapter is None else str(adapter),
             "base_model": base,
             "kind": record.get("kind"),
-            "adapter_path": None if adapter is None else str(adapter),
             "metrics": record.get("metrics"),
         }
 
@@ -238,6 +255,8 @@ class Trainer:
             return recorded
         if spec is None:
             raise BadRequestError(f"run {run_id}: 'model' is required until the first step is applied", run_id=run_id)
+        if self.ranks.rank != 0:
+            return spec  # rank 0 writes run.json; the others were sent the same spec
         if manifest is None or canonical(manifest["model"]) != canonical(to_dict(spec)):
             if manifest is not None:  # no step was applied with the old spec: the new one replaces it
                 (self.store.run_dir(run_id) / "run.json").unlink()
@@ -261,11 +280,9 @@ class Trainer:
                     f"run {run_id}: the adapters of step {latest} are not on disk", run_id=run_id, step=latest
                 )
             adapter = str(found)
-        model = load_policy_model(spec, weights, adapter, self.device, trainable=True)
+        model = load_policy_model(master_spec(spec, self.ranks), weights, adapter, self.device, trainable=True)
+        model, optimizer = prepare(model, spec, self.store, run_id, latest, self.device, self.ranks)
         policy = Policy(model, load_tokenizer(spec), self.device)
-        optimizer = make_optimizer(model, parse_step_config(None))
-        if latest > 0:
-            optimizer.load_state_dict(self.store.load_optimizer_state(run_id, latest, self.device))
         self._state = _RunState(run_id, latest, policy, optimizer)
         return self._state
 

@@ -25,6 +25,7 @@ from temporalio.worker import Worker  # noqa: E402
 
 from .activities import TrainerActivities  # noqa: E402
 from .temporal_connection import connect, connect_settings, describe, with_metrics  # noqa: E402
+from .group import GroupTrainer, follow, in_group, join  # noqa: E402
 from .trainer import Trainer  # noqa: E402
 
 log = logging.getLogger("mockworld.trainer")
@@ -56,19 +57,34 @@ def build_worker(
 
 
 async def run() -> None:
+    # Under torchrun (a trainer group, group.py) every rank joins the process group; rank 0 alone is
+    # the Temporal worker, the others run what it sends them.
+    if in_group():
+        ranks, device = join()
+        trainer: Trainer | GroupTrainer = Trainer(device=device, ranks=ranks)
+        if ranks.rank != 0:
+            follow(trainer)
+            return
+        trainer = GroupTrainer(trainer)
+    else:
+        trainer = Trainer()
     config = with_metrics(connect_settings(), os.environ.get("MOCKWORLD_METRICS_ADDRESS"))
     task_queue = os.environ.get("MOCKWORLD_GPU_TASK_QUEUE", "mockworld-gpu")
     client = await connect(config, wait_s=None)
-    trainer = Trainer()
     log.info(
-        "trainer worker: %s queue=%s device=%s checkpoints=%s",
+        "trainer worker: %s queue=%s device=%s checkpoints=%s ranks=%s",
         describe(config),
         task_queue,
         trainer.device,
         trainer.store.root,
+        os.environ.get("WORLD_SIZE", "1"),
     )
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainer") as pool:
-        await build_worker(client, task_queue, trainer, pool).run()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainer") as pool:
+            await build_worker(client, task_queue, trainer, pool).run()  # type: ignore[arg-type]
+    finally:
+        if isinstance(trainer, GroupTrainer):
+            trainer.close()  # the other ranks leave their loop and exit with rank 0
 
 
 def main() -> None:
