@@ -129,16 +129,6 @@ export const GrpoSpecSchema = z
           'repair call and one redraw; each left out of the batch and counted) before the run fails: a ' +
           'judge failing more often is misconfigured, and training on the rest would favour what it can read.',
       ),
-    maxUnjudgedFraction: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0.05)
-      .describe(
-        "Share of an iteration's rollouts the judge may fail to grade (answers still malformed after the " +
-          'repair call and one redraw; each left out of the batch and counted) before the run fails: a ' +
-          'judge failing more often is misconfigured, and training on the rest would favour what it can read.',
-      ),
     // The trainer's eps_low, eps_high and lr (schemas/trainer-step.ts): their ranges are its.
     clipLow: TrainerStepFields.eps_low.default(TRAINER_STEP_DEFAULTS.eps_low),
     clipHigh: TrainerStepFields.eps_high.default(TRAINER_STEP_DEFAULTS.eps_high),

@@ -52,13 +52,14 @@ export const FuzzyTaskSchema = z.object({
 });
 export type FuzzyTask = z.infer<typeof FuzzyTaskSchema>;
 
-/** Stage (e): sub-goals, required user interactions, and which workflow steps each demonstration executed. */
+/**
+ * Stage (e): sub-goals and required user interactions. Which workflow steps each demonstration
+ * executed is not asked here: the coverage judge measures it against the workflow before the
+ * rubric is written (schemas/coverage-judge.ts).
+ */
 export const RubricDraftSchema = z.object({
   subGoals: z.array(z.string().min(1).max(500)).min(1).max(16),
   requiredInteractions: z.array(z.string().min(1).max(500)).max(8),
-  executedSteps: z
-    .array(z.array(z.number().int().min(0)))
-    .describe('Per demonstration, the 0-based indices of workflow steps it executed.'),
 });
 export type RubricDraft = z.infer<typeof RubricDraftSchema>;
 

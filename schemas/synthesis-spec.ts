@@ -13,6 +13,7 @@ export const TemplateOverrideStageSchema = z.enum([
   'toolSimulator',
   'userSimulator',
   'rubric',
+  'coverage',
   'judge',
 ]);
 
@@ -119,13 +120,19 @@ export const SynthesisSpecSchema = z
         toolSimulator: role(0.2, 512),
         userSimulator: role(0.3, 256),
         rubricExtractor: role(0, 1024),
+        coverageJudge: ModelRoleSchema.optional().describe(
+          "Judges which workflow steps each demonstration carried out (the coverage filter's measure); " +
+            "unset: the rubricExtractor's endpoint and sampling (the parsed spec records which).",
+        ),
       })
       .strict()
+      .transform((models) => ({ ...models, coverageJudge: models.coverageJudge ?? models.rubricExtractor }))
       .default({
         teacher: { sampling: { temperature: 0.7, topP: 1, maxTokens: 2048 } },
         toolSimulator: { sampling: { temperature: 0.2, topP: 1, maxTokens: 512 } },
         userSimulator: { sampling: { temperature: 0.3, topP: 1, maxTokens: 256 } },
         rubricExtractor: { sampling: { temperature: 0, topP: 1, maxTokens: 1024 } },
+        coverageJudge: { sampling: { temperature: 0, topP: 1, maxTokens: 1024 } },
       }),
     demonstrationsPerTask: z
       .number()

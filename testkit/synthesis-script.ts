@@ -88,16 +88,18 @@ export function synthesisScript(request: ScriptedRequest): Reply {
       return json({ equivalentTo: null, response: JSON.stringify({ id: 'R', status: 'open' }) });
     case 'user-simulator':
       return `The record id is R-${taskNumber(request)}.`;
-    case 'rubric-extractor': {
-      const i = taskNumber(request);
-      const demos = (text(request).match(/### Execution \d+/g) ?? []).length;
-      const steps = scriptedOutcome(i) === 'low_coverage' ? [] : [0, 1];
+    case 'coverage-judge': {
+      // Demonstrations of a low_coverage task carry out no workflow step, others both.
+      const executed = scriptedOutcome(taskNumber(request)) !== 'low_coverage';
+      return json({
+        steps: [0, 1].map((index) => ({ index, executed, evidence: executed ? 'agent calls' : '' })),
+      });
+    }
+    case 'rubric-extractor':
       return json({
         subGoals: ['The record is found', 'The record is fixed'],
         requiredInteractions: ['Ask which record'],
-        executedSteps: Array.from({ length: demos }, () => steps),
       });
-    }
     default:
       throw new Error(`unscripted role ${request.role}`);
   }

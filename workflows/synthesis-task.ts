@@ -134,6 +134,8 @@ async function runTask(input: SynthesisTaskInput, progress: TaskProgress): Promi
     activities.extractRubric({
       ...base,
       rubricExtractor: spec.models.rubricExtractor,
+      // Absent in specs from before the coverage judge: the activity uses the rubric extractor.
+      coverageJudge: spec.models.coverageJudge,
       coverageThreshold: spec.coverageThreshold,
       episodeIds: episodeIds.map((e) => e.episodeId),
     }),

@@ -13,6 +13,7 @@ import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { TemplateChoice } from '../templates/templates.js';
 import { SynthesisStageError } from './errors.js';
+import { judgeCoverage, type DemonstrationCoverage } from './coverage.js';
 import { callStage } from './teacher-call.js';
 import { checkToolset, repairDuplicateNames, type ToolRepair } from './tool-validation.js';
 import { renderTranscript } from './transcript.js';
@@ -198,15 +199,19 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     },
 
     /**
-     * Stage (e): sub-goals and required interactions from the workflow and the demonstrations;
-     * demonstrations that executed less of the workflow than the threshold are dropped, and a task
-     * with none left is discarded (seed §3.3). Demonstrations the world rejected (a simulator gave
-     * no usable answer, `world.*SimulatorFailure: reject`) are not shown and never kept; a task
-     * with only those is rejected (`demonstrations_rejected`, their reasons in the detail).
+     * Stage (e): the coverage filter, then sub-goals and required interactions from the workflow
+     * and the demonstrations that passed it (seed §3.3). Each demonstration's coverage is measured
+     * by the coverage judge against the workflow, one verdict per step (coverage.ts); those that
+     * executed less of the workflow than the threshold are dropped before the rubric is written,
+     * and a task with none left is discarded (`low_coverage`, no rubric call). Demonstrations the
+     * world rejected (a simulator gave no usable answer, `world.*SimulatorFailure: reject`) are not
+     * judged and never kept; a task with only those is rejected (`demonstrations_rejected`).
      */
     async extractRubric(
       input: StageInput & {
         readonly rubricExtractor: ModelRole;
+        /** Absent in the input of tasks started before it existed: the rubric extractor's role. */
+        readonly coverageJudge?: ModelRole;
         readonly coverageThreshold: number;
         readonly episodeIds: readonly string[];
       },
@@ -225,10 +230,47 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         const detail = `no demonstration is usable; ${reasons || 'none was run'}`;
         return { ok: false, reason: 'demonstrations_rejected', detail: detail.slice(0, BOUNDS.detailChars) };
       }
+      const workflow = task.workflow as string[];
+      const coverage: DemonstrationCoverage[] = [];
+      for (const episode of ordered) {
+        coverage.push(
+          await judgeCoverage(models, {
+            taskId: input.taskId,
+            workflow,
+            instruction: task.instruction ?? '',
+            episodeId: episode.episode_id as string,
+            messages: episode.messages,
+            judge: input.coverageJudge ?? input.rubricExtractor,
+            threshold: input.coverageThreshold,
+            templates: input.templates,
+            seed: input.seed,
+          }),
+        );
+      }
+      for (const e of rejected) {
+        coverage.push({
+          episodeId: e.episode_id,
+          executedSteps: [],
+          fraction: 0,
+          kept: false,
+          rejected: e.end_detail ?? e.end_reason,
+        });
+      }
+      const keptIds = new Set(coverage.filter((c) => c.kept).map((c) => c.episodeId));
+      const shown = ordered.filter((e) => keptIds.has(e.episode_id as string));
+      if (shown.length === 0) {
+        await setStage(input.taskId, 'rubric', { coverage: JSON.stringify(coverage) });
+        const best = Math.max(0, ...coverage.map((c) => c.fraction));
+        return {
+          ok: false,
+          reason: 'low_coverage',
+          detail: `best demonstration executed ${(best * 100).toFixed(0)}% of the workflow, below ${(input.coverageThreshold * 100).toFixed(0)}%`,
+        };
+      }
       // Each shown demonstration gets an equal share of the bound, so the prompt stays bounded for any K.
       const perDemonstration = Math.min(
         BOUNDS.gradedTranscriptChars,
-        Math.floor(BOUNDS.rubricDemonstrationsChars / ordered.length),
+        Math.floor(BOUNDS.rubricDemonstrationsChars / shown.length),
       );
       const answer = await callStage(models, {
         role: 'rubric-extractor',
@@ -239,7 +281,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
           workflow: (task.workflow as string[]).map((step, i) => `${i}. ${step}`).join('\n'),
           instruction: task.instruction,
           hiddenContext: task.hidden_context,
-          demonstrations: ordered
+          demonstrations: shown
             .map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages, perDemonstration)}`)
             .join('\n\n'),
         },
@@ -248,36 +290,6 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         seed: input.seed,
       });
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
-      const steps = (task.workflow as string[]).length;
-      const coverage: Array<{
-        episodeId: string;
-        executedSteps: number[];
-        fraction: number;
-        kept: boolean;
-        /** Why the world rejected it (never shown to the extractor). */
-        rejected?: string;
-      }> = ordered.map((episode, i) => {
-        const executed = [...new Set(answer.value.executedSteps[i] ?? [])]
-          .filter((s) => s < steps)
-          .sort((a, b) => a - b);
-        const fraction = executed.length / steps;
-        return {
-          episodeId: episode.episode_id as string,
-          executedSteps: executed,
-          fraction,
-          kept: fraction >= input.coverageThreshold,
-        };
-      });
-      const kept = coverage.filter((c) => c.kept).length;
-      for (const e of rejected) {
-        coverage.push({
-          episodeId: e.episode_id,
-          executedSteps: [],
-          fraction: 0,
-          kept: false,
-          rejected: e.end_detail ?? e.end_reason,
-        });
-      }
       await setStage(input.taskId, 'rubric', {
         rubric: JSON.stringify({
           forbidden: task.forbidden,
@@ -286,16 +298,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         }),
         coverage: JSON.stringify(coverage),
       });
-      if (kept === 0) {
-        const best = Math.max(0, ...coverage.map((c) => c.fraction));
-        return {
-          ok: false,
-          reason: 'low_coverage',
-          detail: `best demonstration executed ${(best * 100).toFixed(0)}% of the workflow, below ${(input.coverageThreshold * 100).toFixed(0)}%`,
-          templateId: answer.templateId,
-        };
-      }
-      return { ok: true, templateId: answer.templateId, facts: { keptDemonstrations: kept } };
+      return { ok: true, templateId: answer.templateId, facts: { keptDemonstrations: shown.length } };
     },
 
     /**

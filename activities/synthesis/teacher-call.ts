@@ -15,6 +15,9 @@ const SYSTEM_PROMPTS = {
     'You are an expert designer of realistic, verifiable tool-use tasks for training AI agents. Answer with JSON only.',
   'rubric-extractor':
     'You are a careful grader who writes objective rubrics from workflows and transcripts. Answer with JSON only.',
+  'coverage-judge':
+    'You are a strict, impartial grader of AI assistant transcripts. You check each workflow step against ' +
+    'what the transcript shows and answer with JSON only.',
 } as const;
 
 /** A structured stage call: which role, template and schema, and whose ledger pays. */

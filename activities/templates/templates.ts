@@ -16,6 +16,7 @@ export type TemplateStage =
   | 'toolSimulator'
   | 'userSimulator'
   | 'rubric'
+  | 'coverage'
   | 'judge'
   // The synthetic-data scaling study.
   | 'studyTeacher'
