@@ -7,3 +7,7 @@ checkpoints), trainer (exactly-once steps), activities and worker (Temporal), po
 command of an OpenAI-compatible endpoint serving a run's latest weights; its parts are in serving/).
 See README.md.
 """
+
+from .determinism import set_thread_env
+
+set_thread_env()  # before any module of the package imports torch (determinism.py says why)

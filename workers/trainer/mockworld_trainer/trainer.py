@@ -30,6 +30,7 @@ from . import contract
 from .batches import canonical, load_batch, parse_batch_ref
 from .checkpoint import CheckpointStore
 from .config import ModelSpec, parse_model_spec, parse_step_config, to_dict
+from .determinism import configure_torch
 from .errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
 from .group_state import master_spec, prepare, save_group_step
 from .grpo_step import grpo_update
@@ -81,6 +82,7 @@ class Trainer:
     ) -> None:
         self.store = store or CheckpointStore()
         self.device = device or default_device()
+        configure_torch()  # the same thread count and algorithms in every process that applies steps
         # Under torchrun every rank holds one: steps are collective, and rank 0 alone writes the
         # run's files (group.py sends each call to every rank).
         self.ranks = ranks or current_ranks()
