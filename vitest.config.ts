@@ -5,7 +5,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * PostgreSQL and the in-process scripted model server (testkit/model-server.ts); `npm run
  * test:unit` runs it alone. `integration` (every other test folder) shares one Temporal dev
  * server that its global setup starts. A plain `vitest run` runs unit first, then
- * integration (groupOrder), so no unit file runs while an integration file restarts PostgreSQL.
+ * integration (groupOrder). No test stops or restarts the machine's PostgreSQL: one that restarts
+ * PostgreSQL runs an instance of its own (testkit/postgres-instance.ts).
  */
 export default defineConfig({
   test: {
