@@ -59,9 +59,14 @@ export const ScalingStudySpecSchema = z
       })
       .strict(),
     teacher: role(1.2, 8192).describe('T: the teacher; its temperature is the RS temperature (seed: 1.2).'),
-    judge: role(0, 16).describe(
-      'Correctness judge at temperature 0 (seed App. 11.3); exact matches skip it.',
-    ),
+    judge: role(0, 16).describe('Correctness judge at temperature 0 (seed App. 11.3).'),
+    exactMatch: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Decide numeric and multiple-choice answers by a deterministic exact match and ask the judge ' +
+          'only about the rest (fewer judge calls); false: the judge grades every answer, as the seed does.',
+      ),
     student: z
       .object({
         base: PolicyBaseSchema,
@@ -79,7 +84,17 @@ export const ScalingStudySpecSchema = z
           .max(1024)
           .default(32)
           .describe('R: correct responses to collect.'),
-        maxAttemptsPerQuestion: z.number().int().min(1).max(100_000).default(128),
+        maxAttemptsPerQuestion: z
+          .number()
+          .int()
+          .min(1)
+          .max(100_000)
+          .nullable()
+          .default(128)
+          .describe(
+            'Attempts per question at most; null: until R are correct, as the seed samples (a question ' +
+              'the teacher never answers correctly is then sampled until the study is cancelled).',
+          ),
         attemptsPerWave: z
           .number()
           .int()
@@ -166,10 +181,14 @@ export const ScalingStudySpecSchema = z
     evaluation: z
       .object({
         samples: z.number().int().min(1).max(64).default(8).describe('k of mean@k (seed: 8).'),
-        sampling: PolicySamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 1024 }),
+        sampling: PolicySamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 4096 }).describe(
+          "The student's sampling (seed: temperature 0.7). maxTokens 4096, the seed's SFT sequence length: " +
+            'the teacher writes up to 8192 tokens, and a cap that cuts worked answers before their final ' +
+            'line scores them wrong (answers cut at it are counted per cell).',
+        ),
       })
       .strict()
-      .default({ samples: 8, sampling: { temperature: 0.7, topP: 1, maxTokens: 1024 } }),
+      .default({ samples: 8, sampling: { temperature: 0.7, topP: 1, maxTokens: 4096 } }),
     concurrency: z
       .number()
       .int()

@@ -97,6 +97,7 @@ export async function StudyCell(input: StudyCellInput, carried?: CellProgress): 
     sampling: spec.evaluation.sampling,
     samples: spec.evaluation.samples,
     judge: spec.judge,
+    exactMatch: spec.exactMatch,
   });
   return { cellId: cell.cellId, score: evaluation.score, examples: progress.examples, steps: applied };
 }

@@ -106,6 +106,7 @@ export async function StudySampling(
         maxAttempts: spec.rejectionSampling.maxAttemptsPerQuestion,
         attemptsPerWave: spec.rejectionSampling.attemptsPerWave,
         seed: spec.seed,
+        exactMatch: spec.exactMatch,
       });
       if (input.derive.includes('repair')) {
         await study.repairQuestion({
@@ -114,10 +115,17 @@ export async function StudySampling(
           teacher: spec.teacher,
           judge: spec.judge,
           upTo: Math.max(...spec.budgets),
+          exactMatch: spec.exactMatch,
         });
       }
       if (input.derive.includes('embedding') && spec.embeddings) {
-        await study.selectByEmbedding({ studyId, questionId, embeddings: spec.embeddings });
+        // From the RS pool (the first R accepted), so r = R is RS exactly, as the seed has it.
+        await study.selectByEmbedding({
+          studyId,
+          questionId,
+          embeddings: spec.embeddings,
+          accepted: acceptedTarget(stream, spec),
+        });
       }
       inPage = {
         questions: inPage.questions + 1,

@@ -8,13 +8,19 @@ export interface SelectByEmbeddingInput {
   readonly studyId: string;
   readonly questionId: string;
   readonly embeddings: ModelEndpoint;
+  /**
+   * R: the RS pool is the first R accepted responses. Rejection sampling draws whole waves, so a
+   * question may have more accepted than R; selecting from those would make r = R differ from RS,
+   * which the seed has equal by construction. Absent (older histories): every accepted response.
+   */
+  readonly accepted?: number;
 }
 
 /**
- * Embedding-based selection (seed 002 Sec. 7, DEITA's diversity criterion): embeds the accepted
- * RS responses of one question and stores the greedy farthest-point order, whose first r are the
- * set at budget r (nested; r = 1 is RS's first accepted, r = all is RS's set). Computed once: a
- * stored order is never recomputed.
+ * Embedding-based selection (seed 002 Sec. 7, DEITA's diversity criterion): embeds the RS pool of
+ * one question (its first R accepted responses) and stores the greedy farthest-point order, whose
+ * first r are the set at budget r (nested; r = 1 is RS's first accepted, r = R is RS's set).
+ * Computed once: a stored order is never recomputed.
  */
 export async function selectByEmbedding(
   pool: pg.Pool,
@@ -27,8 +33,8 @@ export async function selectByEmbedding(
   if (stored.rows[0]) return { selected: stored.rows[0].n };
   const { rows } = await pool.query<{ attempt: number; response: string }>(
     `SELECT attempt, response FROM study_attempts
-      WHERE study_id = $1 AND stream = 'rs' AND question_id = $2 AND correct ORDER BY attempt`,
-    [input.studyId, input.questionId],
+      WHERE study_id = $1 AND stream = 'rs' AND question_id = $2 AND correct ORDER BY attempt LIMIT $3`,
+    [input.studyId, input.questionId, input.accepted ?? null],
   );
   let order: number[] = [];
   if (rows.length > 0) {

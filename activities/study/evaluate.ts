@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { BOUNDS } from '../../schemas/bounds.js';
 import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-endpoint.js';
-import { cutWithMarker } from '../llm/answer-bounds.js';
+import { cutWithMarker, isOversized } from '../llm/answer-bounds.js';
 import type { ModelClient } from '../llm/index.js';
 import { judgeResponse } from './judge.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
@@ -22,6 +22,8 @@ export interface EvaluateCellInput {
   /** k of mean@k. */
   readonly samples: number;
   readonly judge: ModelRole;
+  /** The exact-match shortcut of the judge (ScalingStudy `exactMatch`); absent: on. */
+  readonly exactMatch?: boolean;
 }
 
 export interface CellEvaluation {
@@ -29,6 +31,8 @@ export interface CellEvaluation {
   readonly score: number | null;
   readonly judged: number;
   readonly judgeFailures: number;
+  /** Answers that stopped at `sampling.maxTokens` (graded as they are): a cap that cuts answers shows here. */
+  readonly truncated: number;
 }
 
 /**
@@ -77,10 +81,13 @@ export async function evaluateCell(
           judge: input.judge,
           question,
           response,
+          exactMatch: input.exactMatch,
         });
+        const truncated = answer.finishReason === 'length' || isOversized(answer.finishReason);
         await pool.query(
-          `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+          `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by,
+                                          truncated)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
           [
             input.studyId,
             input.cellId,
@@ -89,15 +96,23 @@ export async function evaluateCell(
             storableText(response),
             verdict.correct,
             verdict.judgedBy,
+            truncated,
           ],
         );
         onProgress(++done, total);
       }),
     ),
   );
-  const { rows } = await pool.query<{ score: number | null; judged: number; failed: number }>(
-    `SELECT avg(per_question)::float8 AS score, sum(judged)::int AS judged, sum(failed)::int AS failed FROM (
-       SELECT avg(correct::int) AS per_question, count(correct) AS judged, count(*) - count(correct) AS failed
+  const { rows } = await pool.query<{
+    score: number | null;
+    judged: number;
+    failed: number;
+    truncated: number;
+  }>(
+    `SELECT avg(per_question)::float8 AS score, sum(judged)::int AS judged, sum(failed)::int AS failed,
+            sum(truncated)::int AS truncated FROM (
+       SELECT avg(correct::int) AS per_question, count(correct) AS judged, count(*) - count(correct) AS failed,
+              count(*) FILTER (WHERE truncated) AS truncated
          FROM study_evaluations WHERE study_id = $1 AND cell_id = $2 GROUP BY question_id) q`,
     [input.studyId, input.cellId],
   );
@@ -105,6 +120,7 @@ export async function evaluateCell(
     score: rows[0]?.score ?? null,
     judged: rows[0]?.judged ?? 0,
     judgeFailures: rows[0]?.failed ?? 0,
+    truncated: rows[0]?.truncated ?? 0,
   };
   await pool.query(
     `UPDATE study_cells SET score = $3, evaluated = $4, finished_at = now() WHERE study_id = $1 AND cell_id = $2`,

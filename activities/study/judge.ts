@@ -24,21 +24,29 @@ export interface Verdict {
 }
 
 /**
- * Judges one response against the gold answer (seed App. 11.3): a deterministic exact match for
- * numeric and multiple-choice answers first; otherwise the LLM judge at temperature 0 answers
- * CORRECT/INCORRECT. An unreadable verdict gets one reminder asking for it as JSON (repaired once
+ * Judges one response against the gold answer (seed App. 11.3): with `exactMatch` (the default),
+ * a deterministic exact match for numeric and multiple-choice answers first; otherwise — and for
+ * every answer when it is off, as the seed's LLM judge grades every answer — the LLM judge at
+ * temperature 0 answers CORRECT/INCORRECT. An unreadable verdict gets one reminder asking for it as JSON (repaired once
  * like every structured output); if that is unreadable too, its output is recorded in
  * `llm_rejections` and the verdict is `judge-failed` (never a score).
  */
 export async function judgeResponse(
   models: ModelClient,
-  input: { studyId: string; judge: ModelRole; question: StudyQuestion; response: string },
+  input: {
+    studyId: string;
+    judge: ModelRole;
+    question: StudyQuestion;
+    response: string;
+    /** The exact-match shortcut (ScalingStudy `exactMatch`); default on. */
+    exactMatch?: boolean;
+  },
 ): Promise<Verdict> {
   const { question } = input;
   // Bounded here too (sampling and evaluation cut it before storing): the judge's prompt quotes it.
   const response = cutWithMarker(input.response, BOUNDS.studyResponseBytes);
   const finalAnswer = extractFinalAnswer(response, question.options ?? [])?.text ?? null;
-  const fast = exactMatch(question, question.answer, response);
+  const fast = input.exactMatch === false ? 'undecided' : exactMatch(question, question.answer, response);
   if (fast !== 'undecided')
     return { finalAnswer, correct: fast === 'correct', judgedBy: 'exact', judgeKey: null };
 

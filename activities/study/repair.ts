@@ -18,6 +18,8 @@ export interface RepairQuestionInput {
   readonly judge: ModelRole;
   /** Only the first `upTo` judged RS attempts can enter a training set, so only those are repaired. */
   readonly upTo: number;
+  /** The exact-match shortcut of the judge (ScalingStudy `exactMatch`); absent: on. */
+  readonly exactMatch?: boolean;
 }
 
 /**
@@ -79,6 +81,7 @@ export async function repairQuestion(
       judge: input.judge,
       question,
       response: revised,
+      exactMatch: input.exactMatch,
     });
     if (verdict.correct) correct++;
     await pool.query(

@@ -23,9 +23,12 @@ export interface SampleQuestionInput {
   readonly judge: ModelRole;
   /** R: stop once this many responses are correct. */
   readonly accepted: number;
-  readonly maxAttempts: number;
+  /** Attempts at most; null: until R are accepted, as the seed samples ("until 32 correct ones are collected"). */
+  readonly maxAttempts: number | null;
   readonly attemptsPerWave: number;
   readonly seed: number;
+  /** The exact-match shortcut of the judge (ScalingStudy `exactMatch`); absent: on. */
+  readonly exactMatch?: boolean;
 }
 
 export interface SampleQuestionResult {
@@ -84,6 +87,7 @@ export async function sampleQuestion(
       judge: input.judge,
       question,
       response,
+      exactMatch: input.exactMatch,
     });
     await pool.query(
       `INSERT INTO study_attempts (study_id, stream, question_id, attempt, response, final_answer, correct,
@@ -112,12 +116,9 @@ export async function sampleQuestion(
   // already reach R.
   const acceptedBefore = (start: number) =>
     [...done.entries()].filter(([n, correct]) => n < start && correct === true).length;
-  for (
-    let start = 0;
-    acceptedBefore(start) < input.accepted && start < input.maxAttempts;
-    start += input.attemptsPerWave
-  ) {
-    const end = Math.min(start + input.attemptsPerWave, input.maxAttempts);
+  const cap = input.maxAttempts ?? Number.POSITIVE_INFINITY;
+  for (let start = 0; acceptedBefore(start) < input.accepted && start < cap; start += input.attemptsPerWave) {
+    const end = Math.min(start + input.attemptsPerWave, cap);
     const missing: number[] = [];
     for (let n = start; n < end; n++) if (!done.has(n)) missing.push(n);
     await Promise.all(missing.map(attempt));
