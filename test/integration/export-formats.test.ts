@@ -24,6 +24,28 @@ hf = load_dataset(f"{out}/hf", split="train")  # the dataset card's configs name
 print(json.dumps({"verl": verl.to_list(), "hf": hf.to_list(), "hf_features": sorted(hf.features)}))
 `;
 
+/**
+ * Loads verl.parquet with verl's own RLHFDataset (prompt filtering on, through a chat template of
+ * a tokenizer built here: nothing is fetched from a hub) and prints what it hands the rollouts.
+ */
+const RLHF = `
+import json, sys
+from omegaconf import OmegaConf
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+from verl.utils.dataset.rl_dataset import RLHFDataset
+
+words = Tokenizer(models.WordLevel({"[UNK]": 0, "[PAD]": 1}, unk_token="[UNK]"))
+words.pre_tokenizer = pre_tokenizers.Whitespace()
+tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]", pad_token="[PAD]")
+tokenizer.chat_template = "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }}\\n{% endfor %}"
+config = OmegaConf.create({"prompt_key": "prompt", "max_prompt_length": 8192, "filter_overlong_prompts": True,
+                           "filter_overlong_prompts_workers": 1, "cache_dir": sys.argv[2]})
+dataset = RLHFDataset(data_files=sys.argv[1], tokenizer=tokenizer, config=config)
+keys = ("raw_prompt", "index", "tools_kwargs", "agent_name", "data_source", "reward_model", "extra_info")
+print(json.dumps([{k: dataset[i][k] for k in keys} for i in range(len(dataset))]))
+`;
+
 type Row = Record<string, any>; // rows read back as JSON
 
 /**
@@ -39,10 +61,13 @@ describe('mockworld export --format', () => {
   let dir: string;
   let runId: string;
   let venv: Promise<unknown>;
+  let verlVenv: Promise<unknown>;
 
   beforeAll(async () => {
     venv = exec('bash', [path.join(REPO_ROOT, 'deploy', 'datasets-venv.sh')], { timeout: 600_000 });
     venv.catch(() => undefined); // awaited in the test that needs it
+    verlVenv = exec('bash', [path.join(REPO_ROOT, 'deploy', 'verl-venv.sh')], { timeout: 900_000 });
+    verlVenv.catch(() => undefined);
     dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-export-'));
     await writeFile(path.join(dir, 'personas.jsonl'), scriptedPersonas(TASKS, false));
     db = await createTestDatabase();
@@ -200,6 +225,52 @@ describe('mockworld export --format', () => {
     expect(turns.some((m) => m.role === 'assistant' && m.tool_calls?.length)).toBe(true);
     expect(turns.some((m) => m.role === 'tool' && m.tool_call_id)).toBe(true);
   });
+
+  it("verl's RLHFDataset reads verl.parquet: the prompts, index, agent and reward of each task", async () => {
+    const out = path.join(dir, 'verl-only');
+    const cli = await runCli(
+      { DATABASE_URL: db.url },
+      'export',
+      runId,
+      '--format',
+      'jsonl,verl-parquet',
+      '--out',
+      out,
+    );
+    expect(cli.code).toBe(0);
+    const tasks = (await readFile(path.join(out, 'tasks.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Row);
+    await verlVenv;
+    const { stdout } = await exec(
+      path.join(REPO_ROOT, '.venv-verl', 'bin', 'python'),
+      ['-c', RLHF, path.join(out, 'verl.parquet'), path.join(dir, 'verl-cache')],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+        env: {
+          ...process.env,
+          HF_DATASETS_OFFLINE: '1',
+          HF_HUB_OFFLINE: '1',
+          HF_HOME: path.join(dir, 'hf-home'),
+        },
+      },
+    );
+    // verl prints its own progress lines first; the rows are the last line.
+    const rows = JSON.parse(stdout.trim().split('\n').at(-1)!) as Row[];
+    expect(rows).toHaveLength(tasks.length);
+    rows.forEach((row, i) => {
+      const task = tasks[i]!;
+      expect(row.raw_prompt).toEqual(task.prompt);
+      expect(row.index).toBe(row.extra_info.index);
+      expect(row.agent_name).toBe('mockworld_agent');
+      expect(row.data_source).toBe(`mockworld/${runId}`);
+      expect(JSON.parse(row.reward_model.ground_truth)).toEqual(task.rubric);
+      // The adapter's agent loop parses these (JSON: their shape differs from task to task).
+      expect(Object.keys(JSON.parse(row.tools_kwargs))).toEqual(task.tools.map((t: Row) => t.function.name));
+      expect(JSON.parse(row.extra_info.tools)).toEqual(task.tools);
+    });
+  }, 900_000);
 
   it('refuses an unknown format, naming the ones there are', async () => {
     const cli = await runCli({ DATABASE_URL: db.url }, 'export', runId, '--format', 'jsonl,parquet');
