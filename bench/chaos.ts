@@ -107,6 +107,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+// An error no part of the run caught must not leave its processes, mount and instance behind.
+process.on('uncaughtException', (error) => {
+  if (interrupted) return;
+  interrupted = true;
+  log(`uncaught: ${error.stack ?? error.message}; stopping and removing everything this run started`);
+  process.on('uncaughtException', (e) => log(`while stopping: ${e.message}`));
+  void chaos.cleanup().finally(() => process.exit(1));
+});
+
 /** The command line that reproduces this run: the knobs set in the environment, then the script. */
 const command = [
   ...Object.entries(process.env)

@@ -39,6 +39,9 @@ export async function query<T extends pg.QueryResultRow = Record<string, unknown
   values: unknown[] = [],
 ): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
+  // A server that goes away (a restart the test makes) fails the query in flight; without a
+  // listener the client's 'error' event would also crash the process.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     return (await client.query<T>(text, values)).rows;
