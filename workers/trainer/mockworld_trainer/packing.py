@@ -5,7 +5,9 @@ positions when lengths vary (a 13,000-token rollout next to 2,000-token ones). W
 set, transcripts are packed first-fit-decreasing into rows of at most that many tokens, one row per
 micro-batch, with no padding at all; a block-diagonal causal mask and positions that restart at 0 for
 each transcript keep every transcript's tokens attending only to their own past, so each token's
-log-probability is the one it has alone (tests/test_packing.py checks loss and gradients against the
+log-probability is the one it has alone. With sdpa or eager attention the mask is dense (L x L bools per
+row, and attention is computed over the whole row, masked); with flash-attention the restarting
+positions alone select its variable-length kernels (tests/test_packing.py checks loss and gradients against the
 padded batch). The budget also bounds activation memory per micro-batch by tokens, not sequences.
 
 Either way the result is one log-probability row per transcript, (T_i - 1,) for transcript i, so the
@@ -68,6 +70,10 @@ def packed_logprobs(
 ) -> list[torch.Tensor]:
     """log pi(x_t | x_<t) of each packed transcript (model.token_logprobs' distribution): (T_i - 1,) float32 each."""
     ids, positions, mask = packed_inputs(items, device)
+    if str(getattr(model.config, "_attn_implementation", "")).startswith("flash_attention"):
+        # flash-attention finds the transcripts from the restarting positions (varlen kernels): no
+        # L x L mask, and no attention computed across transcripts
+        mask = None
     logits = model(input_ids=ids, position_ids=positions, attention_mask=mask, use_cache=False).logits[0]  # (L, V)
     out, start = [], 0
     for e in items:

@@ -1,0 +1,139 @@
+"""Trainer capacity from first principles: does a model train on a node, and how large a micro-batch?
+
+    python3 bench/capacity.py            # the README's table (Qwen3-8B/14B on 8 x 96 GB and 8 x 141 GB)
+    python3 bench/capacity.py --json     # the same rows as JSON
+
+No GPU needed: parameter counts come from the models' configurations (Qwen3-8B and Qwen3-14B as
+published), memory from bytes per parameter for each way of training, activations from the shapes
+of one decoder layer under activation checkpointing. It states its assumptions (ASSUMPTIONS) so a
+measured figure (bench/trainer-step.py on a GPU) can be put next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool
+
+    def layer_params(self) -> int:
+        q = self.hidden * self.heads * self.head_dim
+        kv = 2 * self.hidden * self.kv_heads * self.head_dim
+        o = self.heads * self.head_dim * self.hidden
+        mlp = 3 * self.hidden * self.intermediate  # gate, up, down
+        norms = 2 * self.hidden + 2 * self.head_dim  # input/post-attention RMSNorm, q/k norm
+        return q + kv + o + mlp + norms
+
+    def params(self) -> int:
+        embed = self.vocab * self.hidden
+        return self.layers * self.layer_params() + embed * (1 if self.tied else 2) + self.hidden
+
+    def lora_params(self, r: int) -> int:
+        """LoRA on every attention and MLP projection: r * (in + out) per projection."""
+        h, a, kv, i = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim, self.intermediate
+        per_layer = r * ((h + a) + 2 * (h + kv) + (a + h) + 2 * (h + i) + (i + h))
+        return self.layers * per_layer
+
+
+# Published configurations (config.json of Qwen/Qwen3-8B and Qwen/Qwen3-14B).
+MODELS = [
+    Arch("Qwen3-8B", 4096, 36, 32, 8, 128, 12288, 151936, False),
+    Arch("Qwen3-14B", 5120, 40, 40, 8, 128, 17408, 151936, False),
+]
+NODES = [("8 x 96 GB", 8, 96), ("8 x 141 GB", 8, 141)]
+SEQ = 16384  # one transcript: up to 13,000 response tokens (seed App. A) + prompt and tool turns (the trainer's max_seq_len)
+RESERVED_GB = 6.0  # CUDA context, NCCL buffers, allocator fragmentation, per GPU
+LORA_R = 16
+
+ASSUMPTIONS = [
+    "fsdp-full: fp32 master weights + fp32 gradients + fp32 AdamW m and v = 16 B/param, sharded over the node "
+    "(FSDP2), bf16 compute; plus two gathered bf16 layers (the one computing and the one prefetched)",
+    "single-bf16: today's one-GPU path with dtype bfloat16: weights, gradients, m, v all bf16 = 8 B/param, unsharded",
+    f"fsdp-lora: frozen bf16 base sharded (2 B/param / N) + LoRA r={LORA_R} on all projections at 16 B/param",
+    "activations with activation checkpointing: each layer keeps its bf16 input (2 * hidden B/token); one layer is "
+    "recomputed at a time: ~2 x (8 * hidden + 4 * intermediate) x 2 B/token for its tensors and their gradients "
+    "(attention by SDPA/flash: no L x L scores); logits: bf16 + the fp32 row used for log-softmax + its gradient "
+    "= 10 B per token and vocabulary entry",
+    f"{RESERVED_GB:g} GB per GPU reserved (CUDA context, NCCL, fragmentation); transcripts of {SEQ} tokens",
+]
+
+
+def activation_bytes_per_token(m: Arch) -> float:
+    checkpoints = m.layers * m.hidden * 2
+    one_layer = 2 * (8 * m.hidden + 4 * m.intermediate) * 2
+    logits = m.vocab * 10
+    return checkpoints + one_layer + logits
+
+
+def rows() -> list[dict]:
+    out = []
+    for m in MODELS:
+        p = m.params()
+        gathered = 2 * m.layer_params() * 2  # two bf16 layers unsharded at a time
+        for node, n, gpu_gb in NODES:
+            modes = {
+                "single-bf16": (8 * p, 0.0, 1),
+                "fsdp-full": (16 * p / n, gathered, n),
+                "fsdp-lora": (2 * p / n + 16 * m.lora_params(LORA_R), gathered, n),
+            }
+            for mode, (state, extra, gpus) in modes.items():
+                used = (state + extra) / GB
+                free = gpu_gb - RESERVED_GB - used
+                per_token = activation_bytes_per_token(m)
+                tokens = int(free * GB / per_token) if free > 0 else 0
+                out.append(
+                    {
+                        "model": m.name,
+                        "params_B": round(p / 1e9, 2),
+                        "node": node,
+                        "mode": mode,
+                        "gpus_used": gpus,
+                        "state_GB_per_gpu": round(used, 1),
+                        "free_GB_per_gpu": round(free, 1),
+                        "act_MB_per_token": round(per_token / 1e6, 2),
+                        "max_tokens_per_micro_batch": tokens,
+                        "max_16k_transcripts": tokens // SEQ,
+                        "fits": free > 0 and tokens >= SEQ,
+                    }
+                )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    table = rows()
+    if args.json:
+        print(json.dumps(table, indent=2))
+        return
+    head = "| model | params | node | mode | state GB/GPU | free GB/GPU | act. MB/token | max tokens/micro-batch | 16k transcripts | trains |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for r in table:
+        print(
+            f"| {r['model']} | {r['params_B']}B | {r['node']} | {r['mode']} | {r['state_GB_per_gpu']} | "
+            f"{r['free_GB_per_gpu']} | {r['act_MB_per_token']} | {r['max_tokens_per_micro_batch']:,} | "
+            f"{r['max_16k_transcripts']} | {'yes' if r['fits'] else 'no'} |"
+        )
+    print()
+    for a in ASSUMPTIONS:
+        print(f"- {a}")
+
+
+if __name__ == "__main__":
+    main()
