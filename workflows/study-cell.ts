@@ -21,7 +21,7 @@ export interface CellProgress {
   readonly examples: number;
   readonly steps: number;
   readonly applied: number;
-  readonly lastMetrics: Record<string, number | null>;
+  readonly lastMetrics: Record<string, unknown>;
 }
 
 export interface CellResult {

@@ -37,7 +37,7 @@ export async function startCell(pool: pg.Pool, studyId: string, cell: Cell): Pro
 /** Records the end of a cell's training (the last step's trainer metrics). Idempotent. */
 export async function recordCellTrained(
   pool: pg.Pool,
-  input: { studyId: string; cellId: string; steps: number; metrics: Record<string, number | null> },
+  input: { studyId: string; cellId: string; steps: number; metrics: Record<string, unknown> },
 ): Promise<void> {
   await pool.query(
     `UPDATE study_cells SET train_metrics = $3, trained_at = COALESCE(trained_at, now())

@@ -96,7 +96,7 @@ export function createStudyActivities(databaseUrl: string, models: ModelClient) 
       studyId: string;
       cellId: string;
       steps: number;
-      metrics: Record<string, number | null>;
+      metrics: Record<string, unknown>;
     }) {
       return recordCellTrained(pool(), input);
     },
