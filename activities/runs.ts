@@ -1,6 +1,13 @@
 import { loadEnvironment } from '../schemas/environment.js';
-import { viewerRunUrl, type RunFinish, type RunStart, type RunStarted } from '../schemas/run-records.js';
+import {
+  viewerRunUrl,
+  type RunFinish,
+  type RunPause,
+  type RunStart,
+  type RunStarted,
+} from '../schemas/run-records.js';
 import { RunIdTakenError } from './errors.js';
+import { runSpend } from './llm/spend.js';
 import { getPool } from './store/db.js';
 
 /** Activities that keep the `runs` table in step with the workflows. */
@@ -30,12 +37,27 @@ export function createRunActivities(databaseUrl: string) {
         );
         throw new RunIdTakenError(runId, held[0]?.kind ?? 'different', kind);
       }
-      return { viewerUrl: viewerRunUrl(loadEnvironment(), runId) };
+      const budgetUsd = (spec as { budgetUsd?: unknown } | null)?.budgetUsd;
+      return {
+        viewerUrl: viewerRunUrl(loadEnvironment(), runId),
+        ...(typeof budgetUsd === 'number' ? { budgetUsd } : {}),
+      };
+    },
+    /** What the run has spent on priced model calls so far (the ledger: each answer once). */
+    async runSpend({ runId }: { runId: string }): Promise<{ costUsd: number; calls: number }> {
+      return runSpend(pool(), runId);
+    },
+    /** Records that the run paused itself and why (reason), or that it runs again (null). */
+    async recordRunPause({ runId, reason }: RunPause): Promise<void> {
+      await pool().query(
+        `UPDATE runs SET status = $2, pause_reason = $3, updated_at = now() WHERE run_id = $1`,
+        [runId, reason === null ? 'running' : 'paused', reason],
+      );
     },
     /** Records the end state and summary of a run (idempotent: the same values again). */
     async recordRunFinish({ runId, state, summary }: RunFinish): Promise<void> {
       await pool().query(
-        `UPDATE runs SET status = $2, summary = COALESCE($3, summary), updated_at = now() WHERE run_id = $1`,
+        `UPDATE runs SET status = $2, summary = COALESCE($3, summary), pause_reason = NULL, updated_at = now() WHERE run_id = $1`,
         [runId, state, summary === undefined ? null : JSON.stringify(summary)],
       );
     },

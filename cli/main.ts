@@ -5,7 +5,15 @@ import { parseArgs } from 'node:util';
 import { closePools, getPool } from '../activities/store/db.js';
 import { writeStudyReport } from '../activities/study/report.js';
 import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../activities/synthesis/import.js';
-import { cancelRun, describeRun, queryRun, signalRun, startRun, taskStage } from '../client/runs.js';
+import {
+  cancelRun,
+  describeRun,
+  queryRun,
+  setBudget,
+  signalRun,
+  startRun,
+  taskStage,
+} from '../client/runs.js';
 import { connectClient } from '../client/connect.js';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { stackDown, stackStatus, stackUp } from '../deploy/stack.js';
@@ -39,6 +47,8 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
                                         run the status of each task of the iteration, the metrics of
                                         the latest finished one)
   mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
+  mockworld budget <id> <usd>           set a run's budget for priced model calls; a run paused at its
+                                        budget resumes when the new one is above what it spent
   mockworld stop <id>                   GRPO: finish the iteration, keep its checkpoint, complete
   mockworld cancel <id>                 cancel a run; it records 'cancelled'
   mockworld report <id>                 stored statistics and model usage by role; for a training
@@ -194,6 +204,15 @@ async function main(argv: string[]): Promise<number> {
       const id = needId();
       await signalRun(await connectClient(), id, command);
       print(`${command} sent to ${id}`, { workflowId: id, signal: command });
+      return 0;
+    }
+    case 'budget': {
+      const id = needId();
+      const usd = Number(rest[1]);
+      if (!(Number.isFinite(usd) && usd > 0))
+        throw new UsageError('mockworld budget needs a run id and an amount in USD > 0');
+      await setBudget(await connectClient(), id, usd);
+      print(`budget of ${id} set to $${usd}`, { workflowId: id, budgetUsd: usd });
       return 0;
     }
     case 'stop': {

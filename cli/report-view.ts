@@ -1,7 +1,11 @@
 import type { RunReport } from './run-commands.js';
 import { renderSummary } from './summary-view.js';
 import { renderTable } from './table.js';
+import { renderTaskOutcomes } from './task-outcomes.js';
 import { renderIterations } from './training-view.js';
+
+/** USD as a report shows it; '—' when the endpoint had no prices (unknown, not free). */
+const dollars = (usd: number | null) => (usd === null ? '—' : `$${usd.toFixed(usd < 1 ? 6 : 2)}`);
 
 /** A stored run as tables: its summary, and its model usage by role when the run has its own calls. */
 export function renderReport(report: RunReport): string {
@@ -13,8 +17,24 @@ export function renderReport(report: RunReport): string {
     renderSummary(report.iterations ? summary : (report.summary ?? {})),
   ];
   if (report.iterations) parts.push('', 'metrics per iteration', renderIterations(report.iterations));
-  if (report.usage.length)
-    parts.push('', 'model usage by role', renderTable(report.usage as unknown as Record<string, unknown>[]));
+  if (report.tasks) parts.push('', renderTaskOutcomes(report.runId, report.tasks));
+  if (report.usage.length) {
+    const rows = report.usage.map(({ costUsd, ...u }) => ({ ...u, cost: dollars(costUsd) }));
+    const priced = report.usage.filter((u) => u.costUsd !== null);
+    const total = {
+      role: '(run)',
+      calls: report.usage.reduce((n, u) => n + u.calls, 0),
+      promptTokens: report.usage.reduce((n, u) => n + u.promptTokens, 0),
+      completionTokens: report.usage.reduce((n, u) => n + u.completionTokens, 0),
+      attempts: report.usage.reduce((n, u) => n + u.attempts, 0),
+      rejections: report.usage.reduce((n, u) => n + u.rejections, 0),
+      cost: priced.length ? dollars(priced.reduce((n, u) => n + u.costUsd!, 0)) : '—',
+    };
+    parts.push(
+      '',
+      'model usage by role',
+      renderTable([...rows, total] as unknown as Record<string, unknown>[]),
+    );
+  }
   return parts.join('\n');
 }
-

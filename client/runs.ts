@@ -3,7 +3,7 @@ import { loadEnvironment } from '../schemas/environment.js';
 import { viewerRunUrl } from '../schemas/run-records.js';
 import type { RunStatus } from '../schemas/run-status.js';
 import type { AnySpec } from '../schemas/specs.js';
-import { pauseSignal, resumeSignal, statusQuery } from '../workflows/controls.js';
+import { budgetSignal, pauseSignal, resumeSignal, statusQuery } from '../workflows/controls.js';
 import { MockworldProgress, MockworldState } from '../workflows/search-attributes.js';
 import { taskStageQuery } from '../workflows/synthesis-controls.js';
 
@@ -123,6 +123,11 @@ export async function signalRun(
   which: 'pause' | 'resume',
 ): Promise<void> {
   await client.workflow.getHandle(workflowId).signal(which === 'pause' ? pauseSignal : resumeSignal);
+}
+
+/** Sets a run's budget in USD; a run paused at its budget resumes when the new one is above its spend. */
+export async function setBudget(client: Client, workflowId: string, usd: number): Promise<void> {
+  await client.workflow.getHandle(workflowId).signal(budgetSignal, usd);
 }
 
 /** Requests cancellation: the run stops at its next safe point and records `cancelled`. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
+import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema, RunBudgetSchema } from './model-endpoint.js';
 import { PolicyServingSchema } from './policy-serving.js';
 import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
@@ -41,6 +41,7 @@ const CrossFieldsSchema = z.object({
 export const GrpoSpecSchema = z
   .object({
     kind: z.literal('GrpoTraining'),
+    budgetUsd: RunBudgetSchema.optional(),
     name: z
       .string()
       .min(1)

@@ -1,5 +1,36 @@
 import { z } from 'zod';
 
+/** An endpoint's prices in USD per million tokens (cached input defaults to the input price). */
+export const ModelPricesSchema = z
+  .object({
+    inputPerMillion: z.number().min(0).describe('USD per million prompt tokens.'),
+    cachedInputPerMillion: z
+      .number()
+      .min(0)
+      .optional()
+      .describe(
+        'USD per million prompt tokens the provider served from its prompt cache (usage.prompt_tokens_details.cached_tokens); unset = the input price.',
+      ),
+    outputPerMillion: z.number().min(0).describe('USD per million completion tokens.'),
+  })
+  .strict();
+
+/** Validated prices. */
+export type ModelPrices = z.infer<typeof ModelPricesSchema>;
+
+/**
+ * A run's budget in USD over its priced model calls: reaching it pauses the run at its next safe
+ * point, with the reason recorded, until it is raised (`mockworld budget <id> <usd>` or the
+ * `budget` signal). Answers from the cache cost nothing.
+ */
+export const RunBudgetSchema = z
+  .number()
+  .positive()
+  .max(1e9)
+  .describe(
+    "USD the run may spend on priced model calls (endpoint prices); when reached it pauses until raised with `mockworld budget <id> <usd>` or the 'budget' signal.",
+  );
+
 /**
  * An OpenAI-compatible model endpoint (vLLM, SGLang, llama.cpp, OpenAI). The key is never part of
  * the spec: `apiKeyEnv` names the environment variable that holds it on the worker.
@@ -29,6 +60,9 @@ export const ModelEndpointSchema = z
       .max(20)
       .default(6)
       .describe('Retries on 429, 5xx, timeouts, broken bodies.'),
+    prices: ModelPricesSchema.optional().describe(
+      "What the endpoint charges, in USD per million tokens; unset = calls are counted but cost nothing known (a run's budget then cannot see them).",
+    ),
   })
   .strict()
   .refine((e) => !/[?&](api[_-]?key|key|token)=/i.test(e.baseUrl), {

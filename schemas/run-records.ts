@@ -10,8 +10,16 @@ export const RunStartSchema = z.object({
 export type RunStart = z.infer<typeof RunStartSchema>;
 
 /** What recording a run's start answers: where its data is shown (absent in histories from before). */
-export const RunStartedSchema = z.object({ viewerUrl: z.string().min(1) });
+export const RunStartedSchema = z.object({
+  viewerUrl: z.string().min(1),
+  /** The spec's budget (USD), if it set one. */
+  budgetUsd: z.number().positive().optional(),
+});
 export type RunStarted = z.infer<typeof RunStartedSchema>;
+
+/** Input of the activity that records a run's pause for its budget (reason) or its end (null). */
+export const RunPauseSchema = z.object({ runId: z.string().min(1), reason: z.string().min(1).nullable() });
+export type RunPause = z.infer<typeof RunPauseSchema>;
 
 /**
  * A run's page in the results viewer: `viewerUrl` as configured (MOCKWORLD_VIEWER_URL), else the

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PolicyBaseSchema } from './grpo-spec.js';
-import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema } from './model-endpoint.js';
+import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema, RunBudgetSchema } from './model-endpoint.js';
 import { TrainerStepFields } from './trainer-step.js';
 
 /**
@@ -43,6 +43,7 @@ const role = (temperature: number, maxTokens: number) =>
 export const ScalingStudySpecSchema = z
   .object({
     kind: z.literal('ScalingStudy'),
+    budgetUsd: RunBudgetSchema.optional(),
     name: z
       .string()
       .min(1)

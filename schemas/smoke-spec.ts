@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelRoleSchema } from './model-endpoint.js';
+import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
 
 /**
  * The smoke pipeline: asks the model the same prompt `steps` times (sample index = step) through
@@ -8,6 +8,7 @@ import { ModelRoleSchema } from './model-endpoint.js';
 export const SmokeSpecSchema = z
   .object({
     kind: z.literal('Smoke'),
+    budgetUsd: RunBudgetSchema.optional(),
     name: z.string().min(1).max(80).default('smoke').describe('Label shown in reports.'),
     prompt: z.string().min(1).max(20_000).default('Say hello to mockworld in one short sentence.'),
     steps: z.number().int().min(1).max(1_000).default(3).describe('Model calls, one per step.'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ModelRoleSchema } from './model-endpoint.js';
+import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
 
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
@@ -89,6 +89,7 @@ export const DEFAULT_WORLD: World = {
 export const SynthesisSpecSchema = z
   .object({
     kind: z.literal('Synthesis'),
+    budgetUsd: RunBudgetSchema.optional(),
     name: z
       .string()
       .min(1)

@@ -9,6 +9,11 @@ export const pauseSignal = described(
 );
 /** Continue after `pause`. Idempotent. */
 export const resumeSignal = described(defineSignal<[]>('resume'), 'Continue after pause. Idempotent.');
+/** Sets the run's budget (USD over its priced model calls); a run paused by its budget resumes if the new one is above its spend. */
+export const budgetSignal = described(
+  defineSignal<[number]>('budget'),
+  "Set the run's budget in USD (a number); a run paused at its budget resumes when the new one is above what it spent.",
+);
 /** Progress of any mockworld run: state, done/total, stage, counts. */
 export const statusQuery = described(
   defineQuery<RunStatus>('status'),

@@ -1,6 +1,7 @@
 import {
   condition,
   makeContinueAsNewFunc,
+  proxyActivities,
   setCurrentDetails,
   setHandler,
   upsertMemo,
@@ -8,13 +9,19 @@ import {
   workflowInfo,
   type Workflow,
 } from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs.js';
 import type { RunStarted } from '../schemas/run-records.js';
 import type { RunState, RunStatus } from '../schemas/run-status.js';
-import { pauseSignal, resumeSignal, statusQuery } from './controls.js';
+import { SHORT_ACTIVITY } from './activity-options.js';
+import { budgetSignal, pauseSignal, resumeSignal, statusQuery } from './controls.js';
 import { MockworldKind, MockworldProgress, MockworldState } from './search-attributes.js';
 
-/** Memo key of the run's page in the results viewer (kept across continue-as-new by the server). */
+/** Memo key of the run's page in the results viewer (kept across continue-as-new by continueRun). */
 export const VIEWER_MEMO = 'mockworldViewer';
+/** Memo key of the run's budget in USD: the spec's, or the last one the `budget` signal set. */
+export const BUDGET_MEMO = 'mockworldBudgetUsd';
+
+const { runSpend, recordRunPause } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 
 /**
  * Keeps the run's viewer page, as the run-start activity answered it, in the workflow's memo, so
@@ -24,7 +31,12 @@ export const VIEWER_MEMO = 'mockworldViewer';
 export function linkViewer(started: RunStarted | void | undefined): void {
   const url = started?.viewerUrl;
   if (url && workflowInfo().memo?.[VIEWER_MEMO] !== url) upsertMemo({ [VIEWER_MEMO]: url });
+  // The spec's budget, once: a budget raised by the signal (in the memo already) wins.
+  if (started?.budgetUsd !== undefined && workflowInfo().memo?.[BUDGET_MEMO] === undefined)
+    upsertMemo({ [BUDGET_MEMO]: started.budgetUsd });
 }
+
+const money = (usd: number) => `$${usd < 1 ? usd.toPrecision(3) : usd.toFixed(2)}`;
 
 /**
  * `continueAsNew` that keeps the run's memo (the server starts the next run with none): the
@@ -42,18 +54,23 @@ export function continueRun<F extends Workflow>(...args: Parameters<F>): Promise
  */
 export class RunControl {
   private paused = false;
+  /** Set while the run is paused because it reached its budget. */
+  private budgetReason: string | undefined;
   private status: RunStatus;
 
   constructor(kind: string, total: number) {
     this.status = { kind, state: 'running', done: 0, total, stage: 'starting', counts: {} };
     setHandler(pauseSignal, () => this.pause(), { description: pauseSignal.description });
+    setHandler(resumeSignal, () => this.resumeRun(), { description: resumeSignal.description });
     setHandler(
-      resumeSignal,
-      () => {
-        this.paused = false;
-        this.setState('running');
+      budgetSignal,
+      (usd) => {
+        if (!(typeof usd === 'number' && Number.isFinite(usd) && usd > 0)) return; // ignored, not a failure
+        upsertMemo({ [BUDGET_MEMO]: usd });
+        // Resume to check again at the safe point: still over it, the run pauses again, saying so.
+        if (this.budgetReason !== undefined) this.resumeRun();
       },
-      { description: resumeSignal.description },
+      { description: budgetSignal.description },
     );
     setHandler(statusQuery, () => this.status, { description: statusQuery.description });
     upsertSearchAttributes([
@@ -70,9 +87,40 @@ export class RunControl {
     this.setState('paused');
   }
 
-  /** Waits while paused; returns at once otherwise. Call only between units of work. */
+  private resumeRun(): void {
+    this.paused = false;
+    this.setState('running');
+  }
+
+  /**
+   * Waits while paused; returns at once otherwise. Call only between units of work. With a
+   * budget, it first compares what the run spent (the ledger) with it: reached, the run pauses
+   * itself as the `pause` signal would, records why, and waits for a higher budget or `resume`.
+   */
   async untilResumed(): Promise<void> {
-    if (this.paused) await condition(() => !this.paused);
+    for (;;) {
+      const budget = workflowInfo().memo?.[BUDGET_MEMO];
+      if (typeof budget === 'number' && !this.paused) {
+        const runId = workflowInfo().workflowId;
+        const { costUsd } = await runSpend({ runId });
+        if (costUsd >= budget) {
+          this.budgetReason =
+            `budget reached: spent ${money(costUsd)} of ${money(budget)}; raise it with ` +
+            `\`mockworld budget ${runId} <usd>\` (or the 'budget' signal), then it resumes`;
+          this.status = { ...this.status, stage: this.budgetReason };
+          this.pause();
+          await recordRunPause({ runId, reason: this.budgetReason });
+        }
+      }
+      if (!this.paused) return;
+      await condition(() => !this.paused);
+      if (this.budgetReason !== undefined) {
+        this.budgetReason = undefined;
+        await recordRunPause({ runId: workflowInfo().workflowId, reason: null });
+        continue; // check the (new) budget again before any work
+      }
+      return;
+    }
   }
 
   /** True while a pause is in effect. */
@@ -107,6 +155,7 @@ export class RunControl {
     const { kind, state, done, total, stage } = this.status;
     const url = workflowInfo().memo?.[VIEWER_MEMO];
     const lines = [`**${kind}** · ${state} · ${total ? `${done}/${total}` : done} · ${stage}`];
+    if (this.budgetReason !== undefined && this.paused) lines.push('', `Paused: ${this.budgetReason}`);
     if (typeof url === 'string') lines.push('', `[Open this run in the mockworld viewer](${url})`);
     setCurrentDetails(lines.join('\n'));
   }

@@ -32,6 +32,10 @@ export interface NewCall extends CallIdentity {
   readonly completionTokens: number;
   readonly latencyMs: number;
   readonly attempts: number;
+  /** Prompt tokens the provider served from its prompt cache (default 0). */
+  readonly cachedPromptTokens?: number;
+  /** What the answer cost (cost.ts); null or absent: the endpoint has no prices. */
+  readonly costUsd?: number | null;
 }
 
 const COLUMNS = `cache_key, response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts`;
@@ -79,8 +83,8 @@ export async function storeCall(
   const inserted = await pool.query<Row>({
     name: 'mockworld_llm_calls_store',
     text: `INSERT INTO llm_calls (cache_key, endpoint, model, request_hash, sample_index, policy_version, run_id, role,
-       response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)
+       response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts, cached_prompt_tokens, cost_usd)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (cache_key) DO NOTHING
      RETURNING ${COLUMNS}`,
     values: [
@@ -97,6 +101,8 @@ export async function storeCall(
       call.completionTokens,
       call.latencyMs,
       call.attempts,
+      call.cachedPromptTokens ?? 0,
+      call.costUsd ?? null,
     ],
   });
   if (inserted.rows[0]) return { stored: fromRow(inserted.rows[0]), inserted: true };
@@ -152,14 +158,15 @@ export async function queryUsageByRole(pool: pg.Pool, runId: string): Promise<Ro
     completion_tokens: string;
     attempts: string;
     rejections: string;
+    cost: number | null;
   }>(
     `SELECT role, sum(calls) AS calls, sum(prompt_tokens) AS prompt_tokens,
             sum(completion_tokens) AS completion_tokens, sum(attempts) AS attempts,
-            sum(rejections) AS rejections
-     FROM (SELECT role, 1 AS calls, prompt_tokens, completion_tokens, upstream_attempts AS attempts, 0 AS rejections
+            sum(rejections) AS rejections, sum(cost_usd)::float8 AS cost
+     FROM (SELECT role, 1 AS calls, prompt_tokens, completion_tokens, upstream_attempts AS attempts, 0 AS rejections, cost_usd
            FROM llm_calls WHERE run_id = $1
            UNION ALL
-           SELECT role, 0, 0, 0, 0, 1 FROM llm_rejections WHERE run_id = $1) AS ledger
+           SELECT role, 0, 0, 0, 0, 1, NULL FROM llm_rejections WHERE run_id = $1) AS ledger
      GROUP BY role
      ORDER BY role NULLS LAST`,
     [runId],
@@ -171,5 +178,6 @@ export async function queryUsageByRole(pool: pg.Pool, runId: string): Promise<Ro
     completionTokens: Number(r.completion_tokens),
     attempts: Number(r.attempts),
     rejections: Number(r.rejections),
+    costUsd: r.cost,
   }));
 }

@@ -1,11 +1,14 @@
+import type { CompletionUsage } from 'openai/resources/completions';
 import type pg from 'pg';
 import type { z } from 'zod';
 import { loadEnvironment } from '../../schemas/environment.js';
+import type { ModelPrices } from '../../schemas/model-endpoint.js';
 import { getPool, retryOnConnectionError } from '../store/db.js';
 import { boundedAnswer, isOversized, outOfBounds } from './answer-bounds.js';
 import type { BackoffOptions } from './backoff.js';
 import { cacheKey, identify } from './cache-key.js';
 import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store.js';
+import { callCost } from './cost.js';
 import { StructuredOutputRejectedError } from './errors.js';
 import { gatewayCompleter } from './gateway-client.js';
 import { SingleFlight } from './single-flight.js';
@@ -117,8 +120,7 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
             runId: call.runId,
             role: call.role,
             response,
-            promptTokens: answer.completion.usage?.prompt_tokens ?? 0,
-            completionTokens: answer.completion.usage?.completion_tokens ?? 0,
+            ...pricedTokens(call.endpoint.prices, answer.completion.usage),
             latencyMs: answer.latencyMs,
             attempts: answer.attempts,
           }),
@@ -129,6 +131,16 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
     );
     return shared ? { ...value, cached: true } : value;
   };
+}
+
+/** The answer's tokens as the server reported them, and their cost at the endpoint's prices. */
+function pricedTokens(prices: ModelPrices | undefined, usage: CompletionUsage | undefined) {
+  const tokens = {
+    promptTokens: usage?.prompt_tokens ?? 0,
+    cachedPromptTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+    completionTokens: usage?.completion_tokens ?? 0,
+  };
+  return { ...tokens, costUsd: callCost(prices, tokens) };
 }
 
 /** Creates a model client on a shared connection pool; it holds no other resources. */

@@ -88,4 +88,6 @@ export interface RoleUsage {
   readonly attempts: number;
   /** Structured outputs rejected after repair. */
   readonly rejections: number;
+  /** What the role's paid calls cost (USD, endpoint prices); null when none was priced. */
+  readonly costUsd: number | null;
 }

@@ -62,7 +62,7 @@ blockquote.hidden-context { border-left-color: #a15c00; }
 .tool-call .fn { font-weight: 700; font-family: monospace; }
 .answer { background: #fff8e6; padding: 4px 8px; margin-top: 3px; } .answer.user-sim { background: #f3ecff; }
 .answer .source { font-size: 11px; color: #6b4e00; } .answer.user-sim .source { color: #5b3aa8; }
-.rejected { color: #b3261e; }
+.rejected { color: #b3261e; } .pause-reason { color: #a15c00; font-size: 12px; }
 .chart-grid { display: flex; flex-wrap: wrap; gap: 8px; } figure.chart { margin: 4px; }
 .cell { font-size: 12px; white-space: nowrap; } .cell.evaluated { color: #137333; } .cell.training { color: #1a56db; }
 `;

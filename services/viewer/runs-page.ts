@@ -23,7 +23,8 @@ export function runsPage(runs: readonly RunRow[], ui: TemporalUi): Fragment {
         runs.map((r) => [
           html`<a href="${href(`/runs/${seg(r.runId)}`)}">${r.runId}</a>`,
           r.kind,
-          html`<span class="state ${r.state}">${r.state}</span>`,
+          html`<span class="state ${r.state}" title="${r.pauseReason ?? ''}">${r.state}</span
+            >${r.pauseReason ? html`<div class="pause-reason">${r.pauseReason}</div>` : ''}`,
           progress(r),
           when(r.createdAt),
           r.calls,
@@ -68,13 +69,14 @@ export function usageSection(usage: readonly RoleUsageRow[]): Fragment {
  * secrets: an endpoint names the variable of its key, never the key).
  */
 export function runHeader(
-  run: { runId: string; kind: string; state: string; spec?: unknown },
+  run: { runId: string; kind: string; state: string; spec?: unknown; pauseReason?: string | null },
   ui: TemporalUi,
 ): Fragment {
   return html`<p class="run-header">
       ${run.kind} run · <span class="state ${run.state}">${run.state}</span> ·
       <a href="${temporalLink(ui, run.runId)}" target="_blank" rel="noopener">open in the Temporal UI</a>
     </p>
+    ${run.pauseReason ? html`<p class="pause-reason">Paused by itself: ${run.pauseReason}</p>` : ''}
     ${
       run.spec === undefined
         ? ''

@@ -1,10 +1,11 @@
 import type pg from 'pg';
+import { RUN_OF_CALL } from '../../activities/llm/spend.js';
 
 /**
  * The run a ledger row belongs to: a synthesis run bills each task's calls to the task's id
  * (`<run>-task-00007`), every other run to its own id.
  */
-export const OWNER = `regexp_replace(run_id, '-task-[0-9]+$', '')`;
+export const OWNER = RUN_OF_CALL;
 
 /** Model usage of one run by role, from the ledger (each paid call counted once). */
 export interface RoleUsageRow {
@@ -17,7 +18,6 @@ export interface RoleUsageRow {
 
 /** Calls, tokens and (where priced) cost per role of one run. */
 export async function usageByRole(pool: pg.Pool, runId: string): Promise<RoleUsageRow[]> {
-  const cost = (await hasCostColumn(pool)) ? 'sum(cost_usd)::float8' : 'NULL::float8';
   const { rows } = await pool.query<{
     role: string;
     calls: number;
@@ -26,7 +26,7 @@ export async function usageByRole(pool: pg.Pool, runId: string): Promise<RoleUsa
     cost: number | null;
   }>(
     `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, coalesce(sum(prompt_tokens), 0)::float8 AS prompt,
-            coalesce(sum(completion_tokens), 0)::float8 AS completion, ${cost} AS cost
+            coalesce(sum(completion_tokens), 0)::float8 AS completion, sum(cost_usd)::float8 AS cost
        FROM llm_calls WHERE ${OWNER} = $1 GROUP BY 1 ORDER BY 1`,
     [runId],
   );
@@ -54,12 +54,15 @@ export interface RunRow {
   readonly tokens: number;
   /** Money spent on the run's model calls; null while no endpoint of it has prices. */
   readonly costUsd: number | null;
+  /** Why the run paused itself (its budget), while it waits. */
+  readonly pauseReason: string | null;
 }
 
 interface Row {
   run_id: string;
   kind: string;
   status: string;
+  pause_reason: string | null;
   created_at: Date;
   updated_at: Date;
   spec: Record<string, unknown>;
@@ -78,7 +81,7 @@ interface Row {
  */
 export async function listRuns(pool: pg.Pool, limit = 500): Promise<RunRow[]> {
   const { rows } = await pool.query<Row>(
-    `SELECT r.run_id, r.kind, r.status, r.created_at, r.updated_at, r.spec, r.summary,
+    `SELECT r.run_id, r.kind, r.status, r.pause_reason, r.created_at, r.updated_at, r.spec, r.summary,
             (SELECT count(*)::int FROM tasks t WHERE t.run_id = r.run_id AND t.stage IN ('kept', 'rejected', 'failed')) AS tasks_done,
             (SELECT count(*)::int FROM training_metrics m WHERE m.run_id = r.run_id) AS iterations,
             (SELECT count(*)::int FROM study_cells c WHERE c.study_id = r.run_id) AS cells,
@@ -104,22 +107,37 @@ export async function listRuns(pool: pg.Pool, limit = 500): Promise<RunRow[]> {
     calls: r.calls,
     tokens: r.tokens,
     costUsd: costs.get(r.run_id) ?? null,
+    pauseReason: r.pause_reason,
   }));
 }
 
+/** One run as stored. */
+export interface StoredRun {
+  readonly runId: string;
+  readonly kind: string;
+  readonly state: string;
+  readonly spec: Record<string, unknown>;
+  readonly summary: unknown;
+  /** Why the run paused itself (its budget), while it waits. */
+  readonly pauseReason: string | null;
+}
+
 /** One run's row, or undefined. */
-export async function findRun(
-  pool: pg.Pool,
-  runId: string,
-): Promise<
-  { runId: string; kind: string; state: string; spec: Record<string, unknown>; summary: unknown } | undefined
-> {
-  const { rows } = await pool.query<Pick<Row, 'run_id' | 'kind' | 'status' | 'spec' | 'summary'>>(
-    'SELECT run_id, kind, status, spec, summary FROM runs WHERE run_id = $1',
-    [runId],
-  );
+export async function findRun(pool: pg.Pool, runId: string): Promise<StoredRun | undefined> {
+  const { rows } = await pool.query<
+    Pick<Row, 'run_id' | 'kind' | 'status' | 'spec' | 'summary' | 'pause_reason'>
+  >('SELECT run_id, kind, status, spec, summary, pause_reason FROM runs WHERE run_id = $1', [runId]);
   const r = rows[0];
-  return r && { runId: r.run_id, kind: r.kind, state: r.status, spec: r.spec, summary: r.summary };
+  return (
+    r && {
+      runId: r.run_id,
+      kind: r.kind,
+      state: r.status,
+      spec: r.spec,
+      summary: r.summary,
+      pauseReason: r.pause_reason,
+    }
+  );
 }
 
 function progressOf(r: Row): { done: number; total: number | null; unit: string } {
@@ -138,24 +156,13 @@ function progressOf(r: Row): { done: number; total: number | null; unit: string 
   }
 }
 
-/**
- * Cost per run from the ledger's priced calls. The column appears with endpoint prices; before
- * that migration every run's cost is unknown (null), not zero.
- */
+/** Cost per run from the ledger's priced calls; a run none of whose calls was priced has none (unknown, not zero). */
 async function runCosts(pool: pg.Pool, runIds: readonly string[]): Promise<Map<string, number>> {
-  if (runIds.length === 0 || !(await hasCostColumn(pool))) return new Map();
+  if (runIds.length === 0) return new Map();
   const { rows } = await pool.query<{ run_id: string; cost: number }>(
     `SELECT ${OWNER} AS run_id, sum(cost_usd)::float8 AS cost FROM llm_calls
       WHERE ${OWNER} = ANY($1) AND cost_usd IS NOT NULL GROUP BY 1`,
     [runIds],
   );
   return new Map(rows.map((r) => [r.run_id, r.cost]));
-}
-
-/** Whether the ledger records costs (a database migrated by this version of mockworld does). */
-export async function hasCostColumn(pool: pg.Pool): Promise<boolean> {
-  const { rows } = await pool.query(
-    `SELECT 1 FROM information_schema.columns WHERE table_name = 'llm_calls' AND column_name = 'cost_usd'`,
-  );
-  return rows.length > 0;
 }

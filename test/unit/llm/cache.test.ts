@@ -178,6 +178,7 @@ describe('the model response cache and usage ledger', () => {
         completionTokens: judge1.usage.completionTokens + judge2.usage.completionTokens,
         attempts: 2,
         rejections: 0,
+        costUsd: null, // the endpoint has no prices: unknown, not free
       },
       {
         role: 'teacher',
@@ -186,6 +187,7 @@ describe('the model response cache and usage ledger', () => {
         completionTokens: teacher.usage.completionTokens,
         attempts: 1,
         rejections: 0,
+        costUsd: null,
       },
     ]);
     const [{ n }] = (await query<{ n: string }>(

@@ -82,6 +82,36 @@ describe('the viewer boundaries', () => {
     expect(pages[1]).toContain('VIEWER_TEST_API_KEY');
   });
 
+  it('shows tokens and cost per role and per run, and why a run paused itself', async () => {
+    const call = (key: string, role: string, cost: number | null) =>
+      query(
+        db.url,
+        `INSERT INTO llm_calls (cache_key, endpoint, model, request_hash, sample_index, policy_version, run_id, role,
+           response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts, cost_usd)
+         VALUES ($1, 'http://m/v1', 'm', $1, 0, 'base', 'run-with-key', $2, '{}', 1000, 500, 1, 1, $3)`,
+        [key, role, cost],
+      );
+    await call('k1', 'teacher', 0.25);
+    await call('k2', 'teacher', 0.5);
+    await call('k3', 'judge', null);
+    await query(
+      db.url,
+      `UPDATE runs SET status = 'paused', pause_reason = 'budget reached: spent $0.75 of $0.50' WHERE run_id = 'run-with-key'`,
+    );
+    const runs = await (await fetch(`${open.url}/`)).text();
+    expect(runs).toMatch(/<td>\$0\.75<\/td>/);
+    expect(runs).toContain('budget reached: spent $0.75 of $0.50');
+    const page = await (await fetch(`${open.url}/runs/run-with-key`)).text();
+    expect(page).toMatch(
+      /<td>teacher<\/td>\s*<td>2<\/td>\s*<td>2000<\/td>\s*<td>1000<\/td>\s*<td>\$0\.75<\/td>/,
+    );
+    expect(page).toMatch(/<td>judge<\/td>\s*<td>1<\/td>\s*<td>1000<\/td>\s*<td>500<\/td>\s*<td>—<\/td>/);
+    expect(page).toMatch(
+      /<td><b>run<\/b><\/td>\s*<td>3<\/td>\s*<td>3000<\/td>\s*<td>1500<\/td>\s*<td>\$0\.75<\/td>/,
+    );
+    expect(page).toContain('Paused by itself: budget reached');
+  });
+
   it('serves the chart libraries from the installed packages and forbids scripts from elsewhere', async () => {
     for (const asset of ['vega.min.js', 'vega-lite.min.js', 'vega-embed.min.js', 'viewer.js']) {
       const response = await fetch(`${open.url}/assets/${asset}`);
