@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema, RunBudgetSchema } from './model-endpoint.js';
 import { PolicyServingSchema } from './policy-serving.js';
+import { PresetSchema } from './presets.js';
 import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
@@ -41,6 +42,7 @@ const CrossFieldsSchema = z.object({
 export const GrpoSpecSchema = z
   .object({
     kind: z.literal('GrpoTraining'),
+    preset: PresetSchema,
     budgetUsd: RunBudgetSchema.optional(),
     name: z
       .string()

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PolicyBaseSchema } from './grpo-spec.js';
 import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema, RunBudgetSchema } from './model-endpoint.js';
+import { PresetSchema } from './presets.js';
 import { TrainerStepFields } from './trainer-step.js';
 
 /**
@@ -43,6 +44,7 @@ const role = (temperature: number, maxTokens: number) =>
 export const ScalingStudySpecSchema = z
   .object({
     kind: z.literal('ScalingStudy'),
+    preset: PresetSchema,
     budgetUsd: RunBudgetSchema.optional(),
     name: z
       .string()

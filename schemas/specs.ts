@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { boundedText, boundIssues, SpecValidationError, specIssues, type SpecIssue } from './spec-error.js';
 import { EvaluationSpecSchema } from './evaluation-spec.js';
 import { GrpoSpecSchema } from './grpo-spec.js';
+import { applyPreset, PAPER_PRESETS } from './presets.js';
 import { ScalingStudySpecSchema } from './scaling-study-spec.js';
 import { SmokeSpecSchema } from './smoke-spec.js';
 import { SynthesisSpecSchema } from './synthesis-spec.js';
@@ -52,14 +53,17 @@ export function parseSpec(document: unknown): AnySpec {
   return parseSpecOfKind(kind, document);
 }
 
-/** Validates a spec that must be of `kind`; a document without `kind` is taken to be of that kind. */
+/**
+ * Validates a spec that must be of `kind`; a document without `kind` is taken to be of that kind.
+ * A `preset` it names is resolved first (schemas/presets.ts): its values under the document's.
+ */
 export function parseSpecOfKind<K extends SpecKind>(
   kind: K,
   document: unknown,
 ): z.infer<(typeof SPEC_SCHEMAS)[K]> {
   const input =
     typeof document === 'object' && document !== null && !Array.isArray(document)
-      ? { kind, ...document }
+      ? applyPreset(presetsOf(kind), { kind, ...document })
       : document;
   const result = SPEC_SCHEMAS[kind].safeParse(input);
   const unstorable = unstorableIssues(input);
@@ -70,6 +74,13 @@ export function parseSpecOfKind<K extends SpecKind>(
     );
   }
   return result.data as z.infer<(typeof SPEC_SCHEMAS)[K]>;
+}
+
+/** The presets of a kind (none for the kinds without one). */
+function presetsOf(kind: SpecKind) {
+  return Object.hasOwn(PAPER_PRESETS, kind)
+    ? { paper: PAPER_PRESETS[kind as keyof typeof PAPER_PRESETS] }
+    : {};
 }
 
 /** Nesting walked by {@link unstorableIssues}: every spec field is shallower; deeper values are unknown keys. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
+import { PresetSchema } from './presets.js';
 
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
@@ -89,6 +90,7 @@ export const DEFAULT_WORLD: World = {
 export const SynthesisSpecSchema = z
   .object({
     kind: z.literal('Synthesis'),
+    preset: PresetSchema,
     budgetUsd: RunBudgetSchema.optional(),
     name: z
       .string()
