@@ -23,6 +23,7 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
   let tw: TestWorker;
   let dir: string;
   let trainer: PythonProcess;
+  let pythonEnv: Record<string, string>;
   const gpuQueue = `gpu-${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
@@ -30,18 +31,14 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
     db = await createTestDatabase();
     await insertFixtureTasks(db.url, { synthesisRunId: SYNTHESIS_RUN, count: 2 });
     models = await startModelServer({ script: grpoFixtureScript });
-    trainer = startPython(
-      'mockworld_trainer.worker',
-      [],
-      {
-        TEMPORAL_ADDRESS: inject('temporalAddress'),
-        MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
-        MOCKWORLD_CHECKPOINT_DIR: path.join(dir, 'checkpoints'),
-        MOCKWORLD_TRAINER_DEVICE: 'cpu',
-        DATABASE_URL: db.url,
-      },
-      /trainer worker:/,
-    );
+    pythonEnv = {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
+      MOCKWORLD_CHECKPOINT_DIR: path.join(dir, 'checkpoints'),
+      MOCKWORLD_TRAINER_DEVICE: 'cpu',
+      DATABASE_URL: db.url,
+    };
+    trainer = startPython('mockworld_trainer.worker', [], pythonEnv, /trainer worker:/);
     await trainer.ready;
     tw = await startTestWorker(inject('temporalAddress'), db.url);
   });
@@ -65,9 +62,10 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
     );
   }
 
-  function start(runId: string, rs: ModelServer[], lora = false) {
+  function start(runId: string, rs: ModelServer[], lora = false, engine?: 'mockworld') {
     const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
-    const policy = fixturePolicy({ baseUrl: rs[0]!.url, model: 'qwen-policy' });
+    // The built-in policy server answers to the run id (or 'policy'); the engines to their served name.
+    const policy = fixturePolicy({ baseUrl: rs[0]!.url, model: engine ? runId : 'qwen-policy' });
     return tw.client.workflow.start('GrpoTraining', {
       args: [
         {
@@ -76,7 +74,7 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
             ...policy,
             ...(lora ? { base: { ...policy.base, lora: { r: 4 } } } : {}),
             serving: {
-              engine: lora ? 'vllm' : 'sglang',
+              engine: engine ?? (lora ? 'vllm' : 'sglang'),
               sync: lora ? 'lora' : 'full',
               replicas: rs.map((r) => r.url),
               verifyTimeoutMs: 300,
@@ -90,7 +88,7 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
           rolloutsPerTask: 2,
           maxTurns: 1,
           learningRate: 1e-3,
-          epochs: 2,
+          epochs: engine ? 1 : 2,
           gpuTaskQueue: gpuQueue,
         },
       ],
@@ -145,6 +143,32 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
       }
     } finally {
       await Promise.all(rs.map((r) => r.close()));
+    }
+  });
+
+  it('the built-in policy server: the sync checks the policy_version it reports', async () => {
+    const runId = `grpo-builtin-${Date.now()}`;
+    const server = startPython(
+      'mockworld_trainer.policy_server',
+      ['--run-id', runId, '--port', '0', '--base', 'tiny', '--default-max-tokens', '16'],
+      pythonEnv,
+      /policy server for run/,
+    );
+    try {
+      const url = /(http:\/\/\S+\/v1)/.exec(await server.ready)![1]!;
+      const fake = { url } as ModelServer; // only its URL is read: the replica is the policy server
+      const handle = await start(runId, [fake], false, 'mockworld');
+      expect(await handle.result()).toMatchObject({ iterations: 1, policyStep: 1 });
+      // Synced at the run's start (step 0) and after its one step: each reported by the server itself.
+      const synced = (await handle.fetchHistory()).events!.flatMap((e) => {
+        const data = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+        const text = data ? Buffer.from(data).toString() : '';
+        const result = text ? JSON.parse(text) : undefined; // activities that return nothing have no data
+        return result?.servedModel ? [result.replicas.map((r: { served: string }) => r.served)] : [];
+      });
+      expect(synced).toEqual([['step-0'], ['step-1']]);
+    } finally {
+      await server.kill();
     }
   });
 
