@@ -138,7 +138,7 @@ export async function createCpuWorker(
 
 /** Runs a CPU worker until SIGINT/SIGTERM (waiting for Temporal if it is not up yet), then drains and closes its connection. */
 export async function runCpuWorker(options: CpuWorkerOptions = {}): Promise<void> {
-  installMetricsRuntime(loadEnvironment());
+  await installMetricsRuntime(loadEnvironment());
   const target = temporalTarget({ address: options.address, namespace: options.namespace });
   const connection = await connectWorkerWhenUp(target);
   try {

@@ -1,4 +1,5 @@
 import { DefaultLogger, Runtime, type WorkerDeploymentOptions } from '@temporalio/worker';
+import { freeLoopbackPort, startMetricsServer } from './metrics-server.js';
 import type { Environment } from '../schemas/environment.js';
 
 /**
@@ -26,16 +27,20 @@ export function workerDeploymentOptions(env: Environment): WorkerDeploymentOptio
 }
 
 /**
- * With MOCKWORLD_METRICS_ADDRESS set, installs the SDK runtime with a Prometheus exporter there
- * (http://<address>/metrics: task latencies, slots, polls, sticky cache), which is also what the
- * container probes ask. Must run before the first connection of the process; returns whether it
+ * With MOCKWORLD_METRICS_ADDRESS set, installs the SDK runtime with a Prometheus exporter and
+ * serves it there with mockworld's own series (http://<address>/metrics: task latencies, slots,
+ * polls, sticky cache; model calls, tokens, cost, cache and mapping hits, errors, rollouts,
+ * rewards), which is also what the container probes ask. Must run before the first connection of the process; returns whether it
  * installed one.
  */
-export function installMetricsRuntime(env: Environment): boolean {
+export async function installMetricsRuntime(env: Environment): Promise<boolean> {
   if (!env.MOCKWORLD_METRICS_ADDRESS) return false;
+  // The SDK exports on a loopback port of its own; the address serves its series and mockworld's.
+  const sdkPort = await freeLoopbackPort();
   Runtime.install({
     logger: new DefaultLogger('INFO'),
-    telemetryOptions: { metrics: { prometheus: { bindAddress: env.MOCKWORLD_METRICS_ADDRESS } } },
+    telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkPort}` } } },
   });
+  await startMetricsServer(env.MOCKWORLD_METRICS_ADDRESS, `http://127.0.0.1:${sdkPort}/metrics`);
   return true;
 }

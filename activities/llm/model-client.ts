@@ -9,6 +9,7 @@ import type { BackoffOptions } from './backoff.js';
 import { cacheKey, identify } from './cache-key.js';
 import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store.js';
 import { callCost } from './cost.js';
+import { modelCalls, modelCost, modelErrors, modelTokens, roleLabel } from '../telemetry/metrics.js';
 import { StructuredOutputRejectedError } from './errors.js';
 import { gatewayCompleter } from './gateway-client.js';
 import { SingleFlight } from './single-flight.js';
@@ -93,15 +94,22 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
     const { value, shared } = await flights.run(
       `${databaseUrl}\n${key}`,
       async (signal) => {
+        const role = roleLabel(call.role);
         const found = await findCall(pool(), key);
-        if (found) return toResult(found, true);
+        if (found) {
+          modelCalls.inc({ role, source: 'cache' });
+          return toResult(found, true);
+        }
         const answer = await completeUpstream(
           call.endpoint,
           chatRequestBody(call, responseFormat),
           backoff,
           signal,
           call.role,
-        );
+        ).catch((error: unknown) => {
+          modelErrors.inc({ role, kind: error instanceof Error ? error.name : 'unknown' });
+          throw error;
+        });
         const choice = answer.completion.choices[0]!;
         // Only the fields the stages read, and at most the answer bound: a hostile server's 3 MB
         // answer or 5,000-deep extra field never reaches a row (it is stored cut, marked oversized).
@@ -113,6 +121,7 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
         // The answer is paid for: a ledger write cut off by a PostgreSQL restart is retried here,
         // since failing the activity would make its retry ask (and pay) again; a caller that left
         // meanwhile does not stop it (the retry is bounded in time).
+        const priced = pricedTokens(call.endpoint.prices, answer.completion.usage);
         const { stored, inserted } = await retryOnConnectionError(() =>
           storeCall(pool(), {
             ...identity,
@@ -120,17 +129,26 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
             runId: call.runId,
             role: call.role,
             response,
-            ...pricedTokens(call.endpoint.prices, answer.completion.usage),
+            ...priced,
             latencyMs: answer.latencyMs,
             attempts: answer.attempts,
           }),
         );
+        if (inserted) countPaid(role, stored, priced.costUsd);
         return toResult(stored, !inserted);
       },
       call.signal,
     );
     return shared ? { ...value, cached: true } : value;
   };
+}
+
+/** Counts one paid call in this process's metrics. */
+function countPaid(role: string, stored: StoredCall, costUsd: number | null): void {
+  modelCalls.inc({ role, source: 'paid' });
+  modelTokens.inc({ role, kind: 'prompt' }, stored.promptTokens);
+  modelTokens.inc({ role, kind: 'completion' }, stored.completionTokens);
+  if (costUsd !== null) modelCost.inc({ role }, costUsd);
 }
 
 /** The answer's tokens as the server reported them, and their cost at the endpoint's prices. */

@@ -6,6 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { heartbeatProgress } from '../heartbeat.js';
+import { rolloutReward, rolloutsJudged } from '../telemetry/metrics.js';
 import type { ModelClient } from '../llm/index.js';
 import type { JudgeInputData } from '../../schemas/rubric-judge.js';
 import { judgeOrRecordUnjudged, type JudgementSummary } from '../reward/index.js';
@@ -93,6 +94,10 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
           policyVersion: String(input.policyVersion),
         },
       );
+      if ('reward' in judgement) {
+        rolloutsJudged.inc();
+        rolloutReward.observe(judgement.reward);
+      }
       return { ...judgement, turns: episode.turns };
     },
 

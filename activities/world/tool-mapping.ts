@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { FunctionTool } from '../../schemas/function-tool.js';
 import { SingleFlight } from '../llm/single-flight.js';
 import { argsKey } from './canonical-args.js';
+import { toolMapping } from '../telemetry/metrics.js';
 import { findEntry, insertIfAbsent, recentEntries, type MappingEntry } from './mapping-store.js';
 import { simulateToolCall, type ToolSimulatorOptions } from './tool-simulator.js';
 
@@ -60,7 +61,10 @@ export async function resolveToolCall(
   const name = tool.function.name;
   const key = argsKey(args);
   const found = await findEntry(pool, task.taskId, name, key);
-  if (found) return { entry: found, exactHit: true };
+  if (found) {
+    toolMapping.inc({ result: 'hit' });
+    return { entry: found, exactHit: true };
+  }
   const flightKey = [poolId(pool), task.taskId, name, key].join('\n');
   const { value } = await flights.run(
     flightKey,
@@ -89,6 +93,7 @@ export async function resolveToolCall(
             }
           : { ...base, response: simulation.response, source: 'simulated', equivalentTo: null };
       const { entry } = await insertIfAbsent(pool, candidate);
+      toolMapping.inc({ result: candidate.source });
       return { entry, exactHit: false };
     },
     options.signal,
