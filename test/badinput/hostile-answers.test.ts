@@ -547,15 +547,20 @@ describe('hostile model answers through real runs', () => {
         [handle.workflowId],
       );
       expect(run!.status).toBe('failed');
-      expect(run!.summary.failure).toMatch(
-        /Structured output "judgement" rejected \((too_deep|too_large|schema_invalid|not_json)\)/,
-      );
+      // Each rollout the judge could not grade (after repair and redraw) is recorded as unjudged; a
+      // judge failing on all of them is past maxUnjudgedFraction, and the run fails saying so.
+      expect(run!.summary.failure).toMatch(/4 of 4 rollouts .* could not be judged .*maxUnjudgedFraction/);
       const rejections = await query<{ reason: string }>(
         db.url,
         `SELECT reason FROM llm_rejections WHERE run_id = $1 AND role = 'judge'`,
         [handle.workflowId],
       );
-      expect(rejections.length).toBeGreaterThan(0);
+      expect(rejections.map((r) => r.reason)).toEqual(
+        expect.arrayContaining([expect.stringMatching(/too_deep|too_large|schema_invalid|not_json/)]),
+      );
+      expect(
+        await query(db.url, 'SELECT 1 FROM unjudged_rollouts WHERE run_id = $1', [handle.workflowId]),
+      ).toHaveLength(4);
       // Never a default score: nothing was judged.
       expect(await query(db.url, 'SELECT 1 FROM judgements WHERE run_id = $1', [handle.workflowId])).toEqual(
         [],
