@@ -78,7 +78,7 @@ export async function writeRewardPlot(
   const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'training', datasetDirectoryName(runId));
   await mkdir(directory, { recursive: true });
   const file = path.join(directory, 'reward.svg');
-  await writeFile(file, renderRewardSvg(runId, iterations), 'utf8');
+  await writeFile(file, await renderRewardSvg(runId, iterations), 'utf8');
   return file;
 }
 

@@ -4,13 +4,10 @@
  * interactively in the browser with vega-embed, so the two never disagree.
  */
 import { parse, View } from 'vega';
-import { compile, type TopLevelSpec } from 'vega-lite';
+import { compile } from 'vega-lite';
+import type { ChartSpec } from './spec.js';
 
-/** A Vega-Lite specification (the chart modules build them; the viewer embeds them as JSON). */
-export type ChartSpec = TopLevelSpec;
-
-/** The Vega-Lite schema every chart names, for editors and vega-embed's version check. */
-export const VEGA_LITE_SCHEMA = 'https://vega.github.io/schema/vega-lite/v6.json';
+export { VEGA_LITE_SCHEMA, type ChartSpec } from './spec.js';
 
 /**
  * Renders `spec` to a standalone SVG document. `renderer: 'none'` keeps vega off the canvas

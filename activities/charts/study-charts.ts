@@ -6,7 +6,7 @@
  */
 import { predictScalingLaw, type ScalingLawParams } from '../study/analysis/fit.js';
 import type { BudgetSummary } from '../study/analysis/stats.js';
-import { VEGA_LITE_SCHEMA, type ChartSpec } from './render.js';
+import { VEGA_LITE_SCHEMA, type ChartSpec } from './spec.js';
 
 /** What one curve's figure shows. Scores are fractions; the figure shows percent. */
 export interface CurvePlotInput {

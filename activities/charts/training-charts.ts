@@ -3,7 +3,7 @@
  * numeric per-iteration metric for the viewer. Vega-Lite specs; render.ts draws them as SVG.
  */
 import type { IterationMetrics } from '../training/metrics.js';
-import { VEGA_LITE_SCHEMA, type ChartSpec } from './render.js';
+import { VEGA_LITE_SCHEMA, type ChartSpec } from './spec.js';
 
 const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const ROLLOUTS = 'rollouts: mean ± std (policy before the step)';
@@ -33,6 +33,11 @@ export function rewardChartSpec(runId: string, iterations: readonly IterationMet
     const mean = (metrics.evaluation as { rewardMean?: unknown } | undefined)?.rewardMean;
     return finite(mean) ? [{ iteration, series: HELD_OUT, reward: mean }] : [];
   });
+  const line = iterations.map(({ iteration }) => ({
+    iteration,
+    series: ROLLOUTS,
+    reward: rollouts.find((p) => p.iteration === iteration)?.reward ?? null,
+  }));
   const last = Math.max(1, ...iterations.map((i) => i.iteration));
   const x = {
     field: 'iteration',
@@ -76,7 +81,8 @@ export function rewardChartSpec(runId: string, iterations: readonly IterationMet
           color,
         },
       },
-      { data: { values: rollouts }, mark: { type: 'line' }, encoding: { x, y, color } },
+      // An iteration that judged nothing is a gap in the line (null breaks the path), not a bridge.
+      { data: { values: line }, mark: { type: 'line' }, encoding: { x, y, color } },
       {
         data: { values: rollouts },
         mark: { type: 'point', filled: true, size: 50 },

@@ -5,6 +5,7 @@ import { loadEnvironment } from '../../schemas/environment.js';
 import { MATCHED_BUDGETS } from './analysis/budgets.js';
 import { intrinsicMetrics } from './analysis/intrinsic.js';
 import { renderStudyReport } from './analysis/report.js';
+import { renderChartSvg } from '../charts/render.js';
 import { sweepMeanGap } from './analysis/gap.js';
 import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from '../../schemas/study-report.js';
 
@@ -117,7 +118,8 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
     return { reportPath, summary: { evaluatedCells: 0, protocols: {} } };
   }
   const report = renderStudyReport(input);
-  for (const figure of report.figures) await writeAtomically(path.join(dir, figure.fileName), figure.svg);
+  for (const figure of report.figures)
+    await writeAtomically(path.join(dir, figure.fileName), await renderChartSvg(figure.spec));
   await writeAtomically(
     reportPath,
     report.markdown + questionSynthesisSection(input) + (await cellsSection(pool, studyId)),

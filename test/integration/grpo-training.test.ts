@@ -170,7 +170,9 @@ describe('GRPO training in the mock world', () => {
     for (const line of rows) expect(line).toMatch(/\d\.\d{3} ± \d\.\d{3}/); // reward mean ± std
     const plot = /reward curve: (\S+)/.exec(report.stdout)![1]!;
     expect(plot).toBe(path.join(dir, 'training', runId, 'reward.svg'));
-    expect((await readFile(plot, 'utf8')).match(/<circle/g)!.length).toBeGreaterThanOrEqual(3);
+    expect(
+      (await readFile(plot, 'utf8')).match(/aria-roledescription="point"/g)!.length,
+    ).toBeGreaterThanOrEqual(3);
     await recordHistory(runId, 'grpo-training-3-iterations');
     await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group');
   });

@@ -62,7 +62,6 @@ export {
   type PoolDiversity,
   type RewriteShare,
 } from './intrinsic.js';
-export { escapeXml, renderCurveSvg, type CurvePlotInput } from './plot.js';
 export {
   analyzeStudy,
   renderStudyReport,

@@ -1,5 +1,6 @@
 /**
- * The study report: Markdown tables and one SVG per r-sweep, from plain records (no I/O). Per
+ * The study report: Markdown tables and one chart per r-sweep (a Vega-Lite spec, which
+ * writeStudyReport renders to SVG), from plain records (no I/O). Per
  * protocol it shows the scores by r (mean ± std over training seeds), the scaling-law fit on all
  * budgets with its in-sample MAE (seed §5.2, Mathematics protocol), the held-out forecast of
  * r = 32 from r ≤ 16 by Fit, Carry and LogLin (§5.2 Physics protocol, App. 11.2), the intrinsic
@@ -11,7 +12,8 @@ import { AnalysisInputError } from '../errors.js';
 import { heldOutForecast, pooledForecastMae, type HeldOutForecast } from './extrapolate.js';
 import { fitScalingLaw, type ScalingLawFit } from './fit.js';
 import { aggregateGap, sweepMeanGap, type SweepGap } from './gap.js';
-import { renderCurveSvg } from './plot.js';
+import { curveChartSpec } from '../../charts/study-charts.js';
+import type { ChartSpec } from '../../charts/spec.js';
 import { summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats.js';
 import {
   StudyReportInputSchema,
@@ -40,12 +42,12 @@ export interface ProtocolAnalysis {
   readonly intrinsic: IntrinsicSummary | null;
 }
 
-/** One rendered figure. */
+/** One figure: its chart (the viewer's, rendered to SVG when the report is written). */
 export interface ReportFigure {
   readonly protocol: string;
   /** A file name unique within the report, e.g. `curve-rs.svg`. */
   readonly fileName: string;
-  readonly svg: string;
+  readonly spec: ChartSpec;
 }
 
 /** The rendered report and the numbers behind it. */
@@ -290,14 +292,14 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
     let name = `curve-${slug(a.protocol)}.svg`;
     for (let i = 2; used.has(name); i++) name = `curve-${slug(a.protocol)}-${i}.svg`;
     used.add(name);
-    const svg = renderCurveSvg({
+    const spec = curveChartSpec({
       title: `${data.title} — ${a.label}`,
       label: a.label,
       budgets: a.budgets,
       fit: a.fit.ok ? a.fit.value.params : null,
       heldOut: a.forecast.ok ? { params: a.forecast.value.fit.params, trainMaxR, targetR } : null,
     });
-    return { protocol: a.protocol, fileName: name, svg };
+    return { protocol: a.protocol, fileName: name, spec };
   });
   md.push('## Figures', '');
   for (const f of figures) md.push(`- ${f.protocol}: \`${f.fileName}\``);
