@@ -93,8 +93,10 @@ function hostileScript(request: ScriptedRequest): Reply {
       return json({ equivalentTo: null, response: JSON.stringify({ record: ALL }) });
     case 'user-simulator':
       return ALL;
+    case 'coverage-judge':
+      return json({ steps: [0, 1].map((index) => ({ index, executed: true, evidence: ALL })) });
     case 'rubric-extractor':
-      return json({ subGoals: [ALL], requiredInteractions: [ALL], executedSteps: [[0, 1]] });
+      return json({ subGoals: [ALL], requiredInteractions: [ALL] });
     case 'judge':
       return json({
         forbidden: [{ index: 0, violated: false, evidence: ALL }],
