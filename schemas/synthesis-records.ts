@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BOUNDS } from './bounds.js';
 import { TOOL_NAME_PATTERN } from './function-tool.js';
+import type { TaskSize } from './synthesis-spec.js';
 
 // LLM output contracts of the synthesis stages. Tools have the function-calling shape here, so
 // servers with guided decoding produce objects of that shape; names, `required` and the
@@ -27,23 +28,40 @@ const DraftToolSchema = z.object({
   }),
 });
 
-/** Stage (a): the teacher's scenario, workflow, tool ecosystem and forbidden behaviours. */
-export const ToolsetDraftSchema = z.object({
-  scenario: z.string().min(1).max(4_000),
-  workflow: z.array(z.string().min(1).max(500)).min(2).max(12),
-  tools: z.array(DraftToolSchema).min(1).max(12),
-  forbidden: z.array(z.string().min(1).max(500)).min(1).max(3),
-  request: z.string().min(1).max(4_000).describe('The over-specified request that spells out the workflow.'),
-});
-export type ToolsetDraft = z.infer<typeof ToolsetDraftSchema>;
+/**
+ * Stage (a): the teacher's scenario, workflow, tool ecosystem and forbidden behaviours, within the
+ * run's task size (built per run, hence a function).
+ */
+export function toolsetDraftSchema(size: TaskSize) {
+  return z.object({
+    scenario: z.string().min(1).max(4_000),
+    workflow: z.array(z.string().min(1).max(500)).min(2).max(size.workflowSteps),
+    tools: z.array(DraftToolSchema).min(1).max(size.tools),
+    forbidden: z.array(z.string().min(1).max(500)).min(1).max(3),
+    request: z
+      .string()
+      .min(1)
+      .max(4_000)
+      .describe('The over-specified request that spells out the workflow.'),
+  });
+}
+export type ToolsetDraft = z.infer<ReturnType<typeof toolsetDraftSchema>>;
 
-/** Stage (b): the refined tool set and what changed. */
-export const RefinedToolsetSchema = z.object({
-  tools: z.array(DraftToolSchema).min(1).max(14),
-  removed: z.array(z.object({ name: z.string(), reason: z.string() })).max(24),
-  distractors: z.array(z.string()).max(2),
-});
-export type RefinedToolset = z.infer<typeof RefinedToolsetSchema>;
+/**
+ * Stage (b): the refined tool set and what changed (built per task): at most the run's tools plus
+ * the distractors asked for, at most as many removals as the draft has tools.
+ */
+export function refinedToolsetSchema(size: TaskSize, draftTools: number, distractors: number) {
+  return z.object({
+    tools: z
+      .array(DraftToolSchema)
+      .min(1)
+      .max(size.tools + distractors),
+    removed: z.array(z.object({ name: z.string(), reason: z.string() })).max(draftTools),
+    distractors: z.array(z.string()).max(distractors),
+  });
+}
+export type RefinedToolset = z.infer<ReturnType<typeof refinedToolsetSchema>>;
 
 /** Stage (c): the underspecified instruction I and the user-only context C (seed eq. 3). */
 export const FuzzyTaskSchema = z.object({
@@ -53,15 +71,17 @@ export const FuzzyTaskSchema = z.object({
 export type FuzzyTask = z.infer<typeof FuzzyTaskSchema>;
 
 /**
- * Stage (e): sub-goals and required user interactions. Which workflow steps each demonstration
- * executed is not asked here: the coverage judge measures it against the workflow before the
- * rubric is written (schemas/coverage-judge.ts).
+ * Stage (e): sub-goals and required user interactions, within the run's task size (built per
+ * run). Which workflow steps each demonstration executed is not asked here: the coverage judge
+ * measures it against the workflow before the rubric is written (schemas/coverage-judge.ts).
  */
-export const RubricDraftSchema = z.object({
-  subGoals: z.array(z.string().min(1).max(500)).min(1).max(16),
-  requiredInteractions: z.array(z.string().min(1).max(500)).max(8),
-});
-export type RubricDraft = z.infer<typeof RubricDraftSchema>;
+export function rubricDraftSchema(size: TaskSize) {
+  return z.object({
+    subGoals: z.array(z.string().min(1).max(500)).min(1).max(size.subGoals),
+    requiredInteractions: z.array(z.string().min(1).max(500)).max(size.requiredInteractions),
+  });
+}
+export type RubricDraft = z.infer<ReturnType<typeof rubricDraftSchema>>;
 
 /** The task-level rubric stored with a task (seed §3.3, Table 7). */
 export const RubricSchema = z.object({

@@ -54,6 +54,48 @@ export const RefineSchema = z
   .strict();
 
 /**
+ * How large each synthesized task may be: the most tools, workflow steps, sub-goals and required
+ * user interactions a model may write. They are the bounds of the stages' output schemas, so a
+ * constrained decoder (the embedded model's grammar, vLLM's guided decoding) cannot write more,
+ * and the ranges the stage prompts ask for. Small bounds suit small models (the demo's SmolLM2).
+ */
+export const TaskSizeSchema = z
+  .object({
+    tools: z
+      .number()
+      .int()
+      .min(1)
+      .max(12)
+      .default(8)
+      .describe('Most task tools the teacher designs (refinement may add its distractors).'),
+    workflowSteps: z
+      .number()
+      .int()
+      .min(2)
+      .max(12)
+      .default(8)
+      .describe('Most steps of the high-level workflow.'),
+    subGoals: z.number().int().min(1).max(16).default(8).describe('Most sub-goals of the rubric.'),
+    requiredInteractions: z
+      .number()
+      .int()
+      .min(0)
+      .max(8)
+      .default(5)
+      .describe('Most required user interactions of the rubric.'),
+  })
+  .strict();
+export type TaskSize = z.infer<typeof TaskSizeSchema>;
+
+/** The task size of a spec that names none (what the stage prompts asked for before it existed). */
+export const DEFAULT_TASK_SIZE: TaskSize = {
+  tools: 8,
+  workflowSteps: 8,
+  subGoals: 8,
+  requiredInteractions: 5,
+};
+
+/**
  * What the mock world does with a simulator that gives no usable answer (out of bounds, not
  * JSON, wrong shape, empty) even after its repair call and its redraws: `tool-error` answers the
  * agent's call with an error observation it sees and can react to, as a real tool that fails;
@@ -154,6 +196,7 @@ export const SynthesisSpecSchema = z
         'Least fraction of workflow steps the demonstrations must execute; below it the task is discarded.',
       ),
     refine: RefineSchema.default({ removeSelfSolvable: true, makeSimulable: true, distractors: 1 }),
+    taskSize: TaskSizeSchema.default(DEFAULT_TASK_SIZE),
     world: WorldSchema.default(DEFAULT_WORLD),
     concurrency: z.number().int().min(1).max(1024).default(8).describe('Tasks in flight at once.'),
     tasksPerWorkflowRun: z

@@ -28,7 +28,7 @@ export interface SynthesisTaskInput {
     'models' | 'refine' | 'demonstrationsPerTask' | 'maxTurns' | 'coverageThreshold' | 'seed' | 'templates'
   > &
     // Absent in the input of tasks started before the setting existed (their histories replay).
-    Partial<Pick<SynthesisSpec, 'world'>>;
+    Partial<Pick<SynthesisSpec, 'world' | 'taskSize'>>;
 }
 
 /** How one task ended. */
@@ -79,7 +79,14 @@ async function runTask(input: SynthesisTaskInput, progress: TaskProgress): Promi
       .catch(() => undefined); // the dataset run may have closed (cancelled)
   };
 
-  const base = { runId, taskId, idx, seed: spec.seed + idx, templates: spec.templates };
+  const base = {
+    runId,
+    taskId,
+    idx,
+    seed: spec.seed + idx,
+    templates: spec.templates,
+    taskSize: spec.taskSize,
+  };
   const { templateIds } = progress;
   const finish = async (outcome: StageOutcome & { ok: false }): Promise<SynthesisTaskResult> => {
     await activities.finalizeTask({

@@ -138,8 +138,17 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       startedHere++;
       inFlight.set(idx, 'started');
       report('synthesizing'); // the status query counts this task as started, not pending
-      const { models, refine, demonstrationsPerTask, maxTurns, coverageThreshold, seed, templates, world } =
-        spec;
+      const {
+        models,
+        refine,
+        demonstrationsPerTask,
+        maxTurns,
+        coverageThreshold,
+        seed,
+        templates,
+        world,
+        taskSize,
+      } = spec;
       const child = await startChild(SynthesisTask, {
         workflowId: taskIdOf(runId, idx),
         args: [
@@ -155,6 +164,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
               seed,
               templates,
               world,
+              taskSize,
             },
           },
         ],

@@ -4,18 +4,18 @@ import type { ModelRole } from '../../schemas/model-endpoint.js';
 import type { RejectReason, TaskStage } from '../../schemas/synthesis-records.js';
 import {
   FuzzyTaskSchema,
-  RefinedToolsetSchema,
-  RubricDraftSchema,
-  ToolsetDraftSchema,
+  refinedToolsetSchema,
+  rubricDraftSchema,
+  toolsetDraftSchema,
 } from '../../schemas/synthesis-records.js';
-import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
+import { DEFAULT_TASK_SIZE, type SynthesisSpec, type TaskSize } from '../../schemas/synthesis-spec.js';
 import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { TemplateChoice } from '../templates/templates.js';
 import { SynthesisStageError } from './errors.js';
 import { judgeCoverage, type DemonstrationCoverage } from './coverage.js';
 import { callStage } from './teacher-call.js';
-import { checkToolset, repairDuplicateNames, type ToolRepair } from './tool-validation.js';
+import { checkToolset, repairToolset, type ToolRepair } from './tool-validation.js';
 import { renderTranscript } from './transcript.js';
 
 /** What every stage activity gets: which task, and the spec settings it needs. */
@@ -25,7 +25,12 @@ export interface StageInput {
   readonly idx: number;
   readonly seed: number;
   readonly templates: TemplateChoice;
+  /** The run's task size; absent in the input of tasks started before it existed (their histories replay). */
+  readonly taskSize?: TaskSize;
 }
+
+/** "from to max" as the stage prompts write a range ("3 to 8"), or the one count when they meet. */
+const range = (from: number, max: number) => (Math.min(from, max) === max ? `${max}` : `${from} to ${max}`);
 
 /** A stage's outcome: done (with small facts for the workflow), or a rejection with its reason. */
 export type StageOutcome =
@@ -73,6 +78,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
   return {
     /** Stage (a): scenario, workflow, tool ecosystem, forbidden behaviours, over-specified request. */
     async synthesizeToolset(input: StageInput & { readonly teacher: ModelRole }): Promise<StageOutcome> {
+      const size = input.taskSize ?? DEFAULT_TASK_SIZE;
       const { rows } = await pool().query(
         'SELECT persona_id, persona FROM synthesis_personas WHERE run_id = $1 AND idx = $2',
         [input.runId, input.idx],
@@ -89,14 +95,18 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         model: input.teacher,
         stage: 'toolset',
         templates: input.templates,
-        values: { persona: persona.persona },
-        schema: ToolsetDraftSchema,
+        values: {
+          persona: persona.persona,
+          workflowSteps: range(2, size.workflowSteps),
+          toolCount: range(3, size.tools),
+        },
+        schema: toolsetDraftSchema(size),
         taskId: input.taskId,
         seed: input.seed,
       });
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
       const draft = answer.value;
-      const repaired = repairDuplicateNames(draft.tools);
+      const repaired = repairToolset(draft.tools);
       await recordRepairs(input.taskId, 'toolset', repaired.repairs);
       await setStage(input.taskId, 'toolset', {
         scenario: draft.scenario,
@@ -146,12 +156,16 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
           tools: task.draft_tools,
           refinements: asked.join('\n'),
         },
-        schema: RefinedToolsetSchema,
+        schema: refinedToolsetSchema(
+          input.taskSize ?? DEFAULT_TASK_SIZE,
+          (task.draft_tools as unknown[]).length,
+          input.refine.distractors,
+        ),
         taskId: input.taskId,
         seed: input.seed,
       });
       if (!answer.ok) return { ok: false, reason: 'model_output_rejected', detail: answer.detail };
-      const repaired = repairDuplicateNames(answer.value.tools);
+      const repaired = repairToolset(answer.value.tools);
       await recordRepairs(input.taskId, 'refine', repaired.repairs);
       const check = checkToolset(repaired.tools);
       if (!check.ok) {
@@ -217,6 +231,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
       },
     ): Promise<StageOutcome> {
       const task = await readTask(input.taskId);
+      const size = input.taskSize ?? DEFAULT_TASK_SIZE;
       const { rows: episodes } = await pool().query(
         'SELECT episode_id, messages, end_reason, end_detail FROM episodes WHERE episode_id = ANY($1::text[])',
         [input.episodeIds],
@@ -284,8 +299,10 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
           demonstrations: shown
             .map((e, i) => `### Execution ${i}\n${renderTranscript(e.messages, perDemonstration)}`)
             .join('\n\n'),
+          subGoalCount: range(1, size.subGoals),
+          interactionCount: range(0, size.requiredInteractions),
         },
-        schema: RubricDraftSchema,
+        schema: rubricDraftSchema(size),
         taskId: input.taskId,
         seed: input.seed,
       });

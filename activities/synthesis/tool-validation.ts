@@ -69,20 +69,30 @@ function specBytes(tool: FunctionTool): number {
 
 /**
  * A deterministic fix of a generated tool set that leaves its meaning unchanged, recorded with the
- * task: an exact copy of an earlier tool dropped, or a tool renamed because an earlier, different
- * tool had its name.
+ * task: an exact copy of an earlier tool dropped; a tool renamed because an earlier, different tool
+ * had its name; a name listed twice in `required` listed once; a `required` name that is no
+ * property declared as one that takes any value (which is what JSON Schema reads it as).
  */
 export type ToolRepair =
   | { readonly action: 'dropped_copy'; readonly index: number; readonly name: string }
-  | { readonly action: 'renamed'; readonly index: number; readonly name: string; readonly to: string };
+  | { readonly action: 'renamed'; readonly index: number; readonly name: string; readonly to: string }
+  | {
+      readonly action: 'deduped_required' | 'declared_required';
+      readonly index: number;
+      readonly name: string;
+      readonly parameters: string[];
+    };
 
 /**
- * Repairs duplicate tool names before {@link checkToolset}: a tool identical to an earlier one is
- * dropped; a different tool under a taken name gets the first free `<name>_2`, `<name>_3`, ...
- * (cut to stay within 64 characters). Same input, same output. Candidates without a string name
- * are left for the check to name.
+ * Repairs a generated tool set before {@link checkToolset}, where the repair keeps what the tool
+ * set means: in each tool's `required` list, a repeated name is listed once (JSON Schema refuses
+ * the repeat, and it adds nothing) and a name that is no property becomes a property of any value
+ * (`{}`: JSON Schema already required it with any value; declared, the agent's grammar lets it
+ * be sent); then a tool identical to an earlier one is dropped and a different tool under a taken
+ * name gets the first free `<name>_2`, `<name>_3`, ... (cut to stay within 64 characters). Same
+ * input, same output. Candidates without a string name are left for the check to name.
  */
-export function repairDuplicateNames(candidates: readonly unknown[]): {
+export function repairToolset(candidates: readonly unknown[]): {
   readonly tools: unknown[];
   readonly repairs: ToolRepair[];
 } {
@@ -94,8 +104,9 @@ export function repairDuplicateNames(candidates: readonly unknown[]): {
   const firstByName = new Map<string, string>();
   const tools: unknown[] = [];
   const repairs: ToolRepair[] = [];
-  candidates.forEach((candidate, index) => {
-    const name = nameOf(candidate);
+  candidates.forEach((original, index) => {
+    const name = nameOf(original);
+    const candidate = name === undefined ? original : repairRequired(original, index, name, repairs);
     const first = name === undefined ? undefined : firstByName.get(name);
     if (name === undefined || first === undefined) {
       if (name !== undefined) firstByName.set(name, canonicalJson(candidate));
@@ -115,6 +126,27 @@ export function repairDuplicateNames(candidates: readonly unknown[]): {
     repairs.push({ action: 'renamed', index, name, to });
   });
   return { tools, repairs };
+}
+
+/** The tool with each `required` name once and declared as a property; each change recorded. */
+function repairRequired(tool: unknown, index: number, name: string, repairs: ToolRepair[]): unknown {
+  const fn = (tool as { function: Record<string, unknown> }).function;
+  const parameters = fn.parameters as { properties?: unknown; required?: unknown } | undefined;
+  const required = parameters?.required;
+  const properties = parameters?.properties ?? {};
+  if (!Array.isArray(required) || !required.every((r): r is string => typeof r === 'string')) return tool;
+  if (typeof properties !== 'object' || properties === null || Array.isArray(properties)) return tool;
+  const unique = [...new Set(required)];
+  const repeated = [...new Set(required.filter((r, i) => required.indexOf(r) !== i))];
+  const undeclared = unique.filter((r) => !Object.hasOwn(properties, r));
+  if (repeated.length === 0 && undeclared.length === 0) return tool;
+  if (repeated.length) repairs.push({ action: 'deduped_required', index, name, parameters: repeated });
+  if (undeclared.length) repairs.push({ action: 'declared_required', index, name, parameters: undeclared });
+  const declared = { ...properties, ...Object.fromEntries(undeclared.map((r) => [r, {}])) };
+  return {
+    ...(tool as object),
+    function: { ...fn, parameters: { ...parameters, properties: declared, required: unique } },
+  };
 }
 
 /** JSON with object keys sorted, so two specs that differ only in key order count as copies. */

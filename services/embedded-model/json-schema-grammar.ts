@@ -189,10 +189,13 @@ class Translator {
     const properties = isRecord(s.properties) ? s.properties : {};
     const names = Object.keys(properties);
     const translated = Object.fromEntries(names.map((name) => [name, this.translate(properties[name])]));
-    if (names.length > 0) {
-      // Extra properties are allowed by most schemas but never needed: emit only the listed ones.
-      return { type: 'object', properties: translated, additionalProperties: false };
-    }
+    // Extra properties are allowed by most schemas but never needed: emit only the listed ones. A
+    // schema that lists none (a tool without parameters) gets `{}`, or a small model invents some;
+    // an open map (additionalProperties a schema, or a least count of properties) stays open.
+    const closed =
+      names.length > 0 ||
+      (isRecord(s.properties) && !isRecord(s.additionalProperties) && !((s.minProperties as number) > 0));
+    if (closed) return { type: 'object', properties: translated, additionalProperties: false };
     const additional =
       s.additionalProperties === false
         ? false

@@ -559,16 +559,30 @@ describe('hostile model outputs', () => {
       const outcome = await stages().synthesizeToolset(await stageInput(1, 'A clerk.'));
       expect(outcome).toMatchObject({ ok: false, reason: 'invalid_tools' });
       const detail = outcome.ok === false ? outcome.detail : '';
-      for (const problem of ['tools[0].function.name', '"ask_user" is reserved', 'required "ghost"'])
+      for (const problem of ['tools[0].function.name', '"ask_user" is reserved'])
         expect(detail).toContain(problem);
-      // The exact copy of fine_tool is no problem: it is dropped, and the repair recorded.
+      // An undeclared required "ghost" and the exact copy of fine_tool are no problems: they are
+      // repaired (ghost declared as a property of any value, the copy dropped), each recorded.
       expect(detail).not.toContain('duplicate tool name');
+      expect(detail).not.toContain('ghost');
       const [repaired] = await query<{ tool_repairs: unknown }>(
         db.url,
         `SELECT tool_repairs FROM tasks WHERE task_id = 'stage-run-task-1'`,
       );
+      const declared = (index: number, name: string) => ({
+        action: 'declared_required',
+        index,
+        name,
+        parameters: ['ghost'],
+      });
       expect(repaired!.tool_repairs).toEqual({
-        toolset: [{ action: 'dropped_copy', index: 3, name: 'fine_tool' }],
+        toolset: [
+          declared(0, 'lookup record'),
+          declared(1, 'ask_user'),
+          declared(2, 'fine_tool'),
+          declared(3, 'fine_tool'),
+          { action: 'dropped_copy', index: 3, name: 'fine_tool' },
+        ],
       });
       const [task] = await query<{
         scenario: string;

@@ -140,4 +140,25 @@ describe('grammar constructs beyond node-llama-cpp JSON schemas', () => {
     ])
       expect(accepts({ ...value, ...bad }), JSON.stringify(bad)).toBe(false);
   });
+
+  it('closes an object that lists no properties (a tool without parameters), keeps a map open', async () => {
+    const noParameters = await compile(llama, { type: 'object', properties: {}, required: [] });
+    expect(noParameters({})).toBe(true);
+    expect(noParameters({ invented: 1 })).toBe(false);
+    const map = await compile(llama, z.toJSONSchema(z.record(z.string(), z.number())));
+    expect(map({ a: 1, b: 2 })).toBe(true);
+    const anyObject = await compile(llama, { type: 'object' });
+    expect(anyObject({ a: [1] })).toBe(true);
+  });
+
+  it('writes the JSON on one line (the small model spent a third of its tokens on indentation)', async () => {
+    const grammar = await createSchemaGrammar(
+      llama,
+      toGrammarSchema({ type: 'object', properties: { a: { type: 'array', items: { type: 'integer' } } } }),
+    );
+    const matches = (text: string) =>
+      (grammar as unknown as { _testText(t: string): boolean })._testText(`${text}\n\n\n\n`);
+    expect(matches('{"a": [1, 2]}')).toBe(true);
+    expect(matches(JSON.stringify({ a: [1, 2] }, null, 4))).toBe(false);
+  });
 });
