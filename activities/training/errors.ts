@@ -6,6 +6,7 @@
  * contract's (schemas/trainer-contract.ts TRAINER_ERROR_TYPES).
  */
 import { nonRetryableTypes, type ErrorClass } from '../error-class.js';
+import { WEIGHT_SYNC_ERRORS } from './weight-sync-errors.js';
 
 /**
  * Thrown when the tasks of an iteration cannot be planned: the synthesis run has too few kept
@@ -75,6 +76,7 @@ export const TRAINING_ERRORS = [
   TrainingPlanError,
   TrainerBatchError,
   UnjudgedRolloutsError,
+  ...WEIGHT_SYNC_ERRORS,
 ] as const satisfies readonly ErrorClass[];
 
 /** Types of {@link TRAINING_ERRORS} a retry cannot fix. */

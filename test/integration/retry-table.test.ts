@@ -47,6 +47,11 @@ import {
   UnjudgedRolloutsError,
 } from '../../activities/training/errors.js';
 import {
+  ReplicaUnavailableError,
+  StalePolicyError,
+  WeightSyncRejectedError,
+} from '../../activities/training/weight-sync-errors.js';
+import {
   EpisodeCheckpointConflictError,
   EpisodeMismatchError,
   TaskNotFoundError,
@@ -137,6 +142,18 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
   [UnjudgedRolloutsError.type]: {
     retried: false,
     make: () => new UnjudgedRolloutsError('run-1', 0, 3, 8, 0.05),
+  },
+  [StalePolicyError.type]: {
+    retried: true,
+    make: () => new StalePolicyError('http://vllm-0:8000', 'run-1@step-2', 'run-1@step-1'),
+  },
+  [ReplicaUnavailableError.type]: {
+    retried: true,
+    make: () => new ReplicaUnavailableError('http://vllm-0:8000', '/v1/load_lora_adapter', 'ECONNREFUSED'),
+  },
+  [WeightSyncRejectedError.type]: {
+    retried: false,
+    make: () => new WeightSyncRejectedError('http://vllm-0:8000', '/v1/load_lora_adapter', 404, 'not enabled'),
   },
   [StudyInputError.type]: {
     retried: false,

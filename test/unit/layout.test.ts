@@ -30,6 +30,7 @@ const PURE_FOR_WORKFLOWS = new Set([
   'activities/reward/errors.ts',
   'activities/synthesis/errors.ts',
   'activities/training/errors.ts',
+  'activities/training/weight-sync-errors.ts',
   'activities/study/errors.ts',
   'activities/templates/errors.ts',
   'activities/store/errors.ts',
