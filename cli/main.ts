@@ -5,15 +5,7 @@ import { parseArgs } from 'node:util';
 import { closePools, getPool } from '../activities/store/db.js';
 import { writeStudyReport } from '../activities/study/report.js';
 import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../activities/synthesis/import.js';
-import {
-  cancelRun,
-  describeRun,
-  queryRun,
-  setBudget,
-  signalRun,
-  startRun,
-  taskStage,
-} from '../client/runs.js';
+import { cancelRun, describeRun, queryRun, setBudget, signalRun, startRun } from '../client/runs.js';
 import { connectClient } from '../client/connect.js';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { stackDown, stackStatus, stackUp } from '../deploy/stack.js';
@@ -26,6 +18,7 @@ import { cellStatesQuery } from '../workflows/study-controls.js';
 import { runCpuWorker } from '../workers/cpu-worker.js';
 import { demo } from './demo.js';
 import { renderEvaluationReport } from './evaluation-view.js';
+import { taskStatus } from './task-status.js';
 import { renderReport } from './report-view.js';
 import { exportRun, readReport, waitForRun, writeRewardPlot } from './run-commands.js';
 import { codecServer, modelGateway, viewer } from './service-commands.js';
@@ -147,9 +140,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'status': {
       if (values.task !== undefined) {
-        const id = needId();
-        const stage = await taskStage(await connectClient(), id, Number(values.task));
-        print(`task ${values.task} of ${id}: ${stage}`, { workflowId: id, task: Number(values.task), stage });
+        const status = await taskStatus(needId(), values.task);
+        print(status.text, status.json);
         return 0;
       }
       if (values.cells) {

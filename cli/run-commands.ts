@@ -11,6 +11,7 @@ import type { ExportFormat } from '../schemas/export-formats.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ProgressLine } from './progress.js';
+import { readTaskOutcomes, type TaskOutcomes } from './task-outcomes.js';
 
 /** Waits for a run to close, drawing a progress line from its status query. */
 export async function waitForRun(
@@ -47,6 +48,8 @@ export interface RunReport {
   readonly usage: Awaited<ReturnType<typeof usageByRole>>;
   /** A training run's metrics per finished iteration. */
   readonly iterations?: IterationMetrics[];
+  /** A synthesis run's tasks: how each ended, where and why. */
+  readonly tasks?: TaskOutcomes;
 }
 
 /** Reads a run's report from PostgreSQL (works after the workflow has closed and been archived). */
@@ -67,6 +70,7 @@ export async function readReport(runId: string): Promise<RunReport> {
     ...(row.kind === 'GrpoTraining'
       ? { iterations: await readIterationMetrics(getPool(databaseUrl), runId) }
       : {}),
+    ...(row.kind === 'Synthesis' ? { tasks: await readTaskOutcomes(getPool(databaseUrl), runId) } : {}),
   };
 }
 
