@@ -11,7 +11,7 @@
  * the fault kind is skipped, with that reason in the result.
  */
 import { execFile } from 'node:child_process';
-import { open, readdir, stat, unlink } from 'node:fs/promises';
+import { open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { sleep } from './components.js';
@@ -81,19 +81,6 @@ export async function mountSmallDisk(dir: string, sizeMb: number): Promise<Small
   };
 }
 
-/** When a step record (record.json) was last written under `root`; 0 when none. */
-async function lastStepWritten(root: string): Promise<number> {
-  let last = 0;
-  for (const runDir of await readdir(root).catch(() => [] as string[])) {
-    for (const step of await readdir(path.join(root, runDir)).catch(() => [] as string[])) {
-      if (!step.startsWith('step-')) continue;
-      const s = await stat(path.join(root, runDir, step, 'record.json')).catch(() => undefined);
-      if (s) last = Math.max(last, s.mtimeMs);
-    }
-  }
-  return last;
-}
-
 export interface DiskFullOptions {
   /**
    * How long the disk stays full at least, drawn uniformly from [min, max] ms; longer (up to
@@ -105,26 +92,33 @@ export interface DiskFullOptions {
 
 const MAX_HOLD_MS = 120_000;
 
-/** A trainer step attempt: which activity, and its attempt number. */
+/** A trainer step activity as the server sees it: which one, its attempt, whether it runs, why the last attempt failed. */
 export interface StepAttempt {
   readonly workflowId: string;
   readonly activityId: string;
   readonly attempt: number;
+  readonly started: boolean;
+  readonly lastFailure?: string;
 }
+
+const NO_SPACE = /No space left|ENOSPC/i;
 
 /**
  * The injector of fault (h). `runningStep` is the trainer step attempt running now, if any (the
- * fault waits up to a minute for one, so that its save meets the full disk); `stepAttempt` where
- * that step is now (undefined: finished); `pendingSteps` whether any trainer step is scheduled or
- * running (recovery needs one written only then).
+ * fault waits up to a minute for one, so that its save meets the full disk); `stepNow` where that
+ * step is now (undefined: finished; 'unknown': the server cannot say).
+ *
+ * Cut off = attempts of that step that failed for want of space; recovered = once the space is
+ * freed, that step runs again (a later attempt started) or has finished: the work the full disk
+ * failed resumed, whatever else (a trainer kill) happens to it later. No step running at the fault:
+ * nothing was cut off, recovered when the space is freed.
  */
 export function diskFullInjector(
   ctx: FaultContext,
   disk: SmallDisk,
   options: DiskFullOptions,
   runningStep: () => Promise<StepAttempt | undefined>,
-  stepAttempt: (step: StepAttempt) => Promise<StepAttempt | undefined | 'unknown'>,
-  pendingSteps: () => Promise<boolean | undefined>,
+  stepNow: (step: StepAttempt) => Promise<StepAttempt | undefined | 'unknown'>,
 ): Injector {
   return async (seq, random) => {
     const waitUntil = Date.now() + 60_000;
@@ -140,40 +134,58 @@ export function diskFullInjector(
       kind: 'checkpoint-disk-full',
       seq,
       atS: ctx.seconds(at),
-      detail: `checkpoint tmpfs filled (${(bytes / 2 ** 20).toFixed(1)} MiB) for at least ${(hold / 1000).toFixed(0)} s${step ? `, trainer step attempt ${step.attempt} of ${step.workflowId} running` : ''}`,
+      detail: `checkpoint tmpfs filled (${(bytes / 2 ** 20).toFixed(1)} MiB) for at least ${(hold / 1000).toFixed(0)} s${step ? `, trainer step attempt ${step.attempt} of ${step.workflowId} running` : ', no trainer step running'}`,
       runsInProgress: ctx.runsInProgress(),
+      interrupted: 0,
       notes: [],
     };
     ctx.record(record);
     ctx.log(`fault (h) #${seq}: ${record.detail}`);
-    await sleep(Math.max(0, at + hold - Date.now()));
-    // Until the step that was running has met the full disk: failed (a later attempt) or ended.
-    while (step && Date.now() - at < MAX_HOLD_MS && !ctx.stopping()) {
-      const now = await stepAttempt(step);
-      if (now === undefined || (now !== 'unknown' && now.attempt > step.attempt)) break;
+    // Full for the drawn time, and until the step that was running has met the disk (its attempt
+    // failed, for want of space or another fault's doing) or ended.
+    let seen = step;
+    let ended = false;
+    for (;;) {
+      const heldLongEnough = Date.now() - at >= hold;
+      if (ctx.stopping() || Date.now() - at >= MAX_HOLD_MS) break;
+      if (seen && !ended) {
+        const now = await stepNow(seen);
+        if (now === undefined) ended = true;
+        else if (now !== 'unknown' && now.attempt > seen.attempt) {
+          if (NO_SPACE.test(now.lastFailure ?? '')) record.interrupted! += now.attempt - seen.attempt;
+          else
+            record.notes.push(
+              `attempt ${seen.attempt} failed otherwise: ${(now.lastFailure ?? '').slice(0, 100)}`,
+            );
+          seen = now;
+        }
+      }
+      const met = !step || ended || (seen !== undefined && step !== undefined && seen.attempt > step.attempt);
+      if (heldLongEnough && met) break;
       await sleep(500);
     }
     await disk.free();
     const freedAt = Date.now();
     record.backMs = freedAt - at;
+    if (!step || ended || seen === undefined || seen.attempt === step.attempt) {
+      record.recoveryMs = record.backMs;
+      if (step && !ended && seen?.attempt === step.attempt)
+        record.notes.push('the step did not meet the full disk in time');
+      return 'done';
+    }
+    const retry = seen; // the attempt after the one that failed: scheduled, waiting out its backoff
     ctx.monitor(
       (async () => {
         const deadline = ctx.watchUntil(at);
-        for (;;) {
-          const written = await lastStepWritten(disk.dir);
-          if (written >= freedAt) {
-            record.recoveryMs = Math.round(written) - at;
-            return;
-          }
-          if (Date.now() > deadline()) {
-            if ((await pendingSteps()) === false) {
-              record.recoveryMs = freedAt - at;
-              record.notes.push('no trainer step due after the space was freed: recovered = freed');
-            } else record.notes.push('no trainer step written after the space was freed, in time');
+        while (Date.now() < deadline()) {
+          const now = await stepNow(retry);
+          if (now === undefined || (now !== 'unknown' && now.started && now.attempt >= retry.attempt)) {
+            record.recoveryMs = Date.now() - at;
             return;
           }
           await sleep(500);
         }
+        record.notes.push('the step the full disk failed did not run again in time');
       })(),
     );
     return 'done';

@@ -43,6 +43,13 @@ export function gatewayKillInjector(
       if (inFlight > 0) break;
       await sleep(100);
     }
+    // Stopped first, so that no connection opens between reading its ports and the kill (an
+    // answer on one would be paid twice and blamed on nothing).
+    try {
+      process.kill(pid, 'SIGSTOP');
+    } catch {
+      return 'later'; // gone meanwhile
+    }
     const ports = await tcpPortsOf(pid);
     const at = Date.now();
     const kill: KillRecord = { pid, at, ports, process: 'gateway' };

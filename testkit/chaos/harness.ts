@@ -574,6 +574,8 @@ export function createChaos(options: ChaosOptions): Chaos {
           const identity = workerIdentity(pid);
           const views = temporal.up ? await observer.snapshot(3_000) : undefined;
           const before = views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
+          // Stopped first: no connection may open between reading its ports and the kill.
+          process.kill(pid, 'SIGSTOP');
           const ports = await tcpPortsOf(pid);
           const at = Date.now();
           const kill: KillRecord = { pid, at, ports, process: 'cpu-worker' };
@@ -716,23 +718,12 @@ export function createChaos(options: ChaosOptions): Chaos {
                 const running = views
                   ?.flatMap((v) => v.pending)
                   .find((a) => a.started && a.type === 'trainer.grpoStep' && a.identity === identity);
-                return (
-                  running && {
-                    workflowId: running.workflowId,
-                    activityId: running.activityId,
-                    attempt: running.attempt,
-                  }
-                );
+                return running;
               },
               async (step) => {
                 const view = await observer.describe(step.workflowId);
                 if (!view) return 'unknown';
-                const now = view.pending.find((a) => a.activityId === step.activityId);
-                return now && { ...step, attempt: now.attempt };
-              },
-              async () => {
-                const views = temporal.up ? await observer.snapshot(3_000) : undefined;
-                return views?.some((v) => v.pending.some((a) => a.type.startsWith('trainer.')));
+                return view.pending.find((a) => a.activityId === step.activityId);
               },
             )
           : async () => 'later',
@@ -834,14 +825,6 @@ export function createChaos(options: ChaosOptions): Chaos {
         );
         return { ...r, atS, afterKill, ...(explainedBy ? { explainedBy } : {}), inSlowWindow };
       });
-      // (h): the trainer steps each full disk failed (the histories know them only now), each
-      // counted for the last full disk before it.
-      const disks = faults.filter((x) => x.kind === 'checkpoint-disk-full');
-      for (const f of disks) f.interrupted = 0;
-      for (const r of activityRetries.filter((x) => x.explainedBy === 'checkpoint-disk-full')) {
-        const last = disks.filter((f) => f.atS <= r.atS).at(-1);
-        if (last) last.interrupted! += 1;
-      }
       log(`audit done in ${((Date.now() - auditStarted) / 1000).toFixed(0)} s`);
       const unplannedExits = supervised.flatMap((s) =>
         s.unplannedExits.map((l: ProcessLife) => {

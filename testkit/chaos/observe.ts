@@ -20,6 +20,8 @@ export interface PendingActivity {
   readonly started: boolean;
   readonly attempt: number;
   readonly identity: string;
+  /** Why the attempt before this one failed, if one did. */
+  readonly lastFailure?: string;
 }
 
 /** A workflow as `describe` sees it now. */
@@ -98,6 +100,7 @@ export class TemporalObserver {
           started: a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
           attempt: a.attempt ?? 0,
           identity: a.lastWorkerIdentity ?? '',
+          ...(a.lastFailure?.message ? { lastFailure: a.lastFailure.message } : {}),
         })),
       };
     } catch (error) {

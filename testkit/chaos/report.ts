@@ -170,7 +170,7 @@ const RECOVERY: Record<ChaosFaultKind, string> = {
   'gateway-kill': 'a model answer is recorded through the restarted gateway',
   'slow-model': 'the slowed server answers a request that arrived after the window (back = the window)',
   'checkpoint-disk-full':
-    'a trainer step is written after the space was freed (back = the space freed; the step may have waited for its rollouts)',
+    'the trainer step the full disk failed runs again (a later attempt started) or has finished, once the space is freed (back = the space freed; no step running at the fault: recovered = back)',
 };
 
 /** What the "work cut off" column counts, per kind. */
@@ -179,7 +179,7 @@ const CUT: Partial<Record<ChaosFaultKind, string>> = {
   'trainer-kill': 'activities running on it',
   'gateway-kill': 'model calls in flight in it',
   'slow-model': 'requests a client gave up on',
-  'checkpoint-disk-full': 'trainer steps that failed for want of space (and were retried)',
+  'checkpoint-disk-full': 'attempts of the running trainer step that failed for want of space',
 };
 
 export function markdown(result: ChaosResult): string {
@@ -253,7 +253,22 @@ export function markdown(result: ChaosResult): string {
         .join('; ')}.`,
     );
   }
+  if (t.paidTwiceAtGatewayKill > 0) {
+    const inFlight = result.faults
+      .filter((f) => f.kind === 'gateway-kill')
+      .reduce((n, f) => n + (f.interrupted ?? 0), 0);
+    lines.push(
+      '',
+      `> Paid twice at a gateway kill: ${t.paidTwiceAtGatewayKill} answer(s) the model server had handed to the gateway ` +
+        `(on one of its TCP connections, read while it was stopped just before the SIGKILL) that it had not yet written ` +
+        `to the ledger; the retried call found no row and paid again (${inFlight} calls were in flight at the ` +
+        `${t.faultsByKind['gateway-kill']} kills). At-least-once delivery leaves this window open at whichever process ` +
+        'pays (the gateway, or a CPU worker without one): from the answer arriving to its row committed. Only a ' +
+        'provider that deduplicates requests by an idempotency key could close it.',
+    );
+  }
   const retries = result.activityRetries;
+  const mostAttempts = [...retries].sort((x, y) => y.attempt - x.attempt)[0];
   const heartbeat = retries.filter((r) => r.cause === 'heartbeat-timeout');
   const notAfterKill = heartbeat.filter((r) => !r.afterKill);
   const byFault = FAULT_KINDS.map((k) => [k, retries.filter((r) => r.explainedBy === k).length] as const)
@@ -272,7 +287,12 @@ export function markdown(result: ChaosResult): string {
           .slice(0, 10)
           .map((r) => `${r.type} attempt ${r.attempt} at ${r.atS} s (${r.cause.slice(0, 100)})`)
           .join('; ') || 'none'
-      }.`,
+      }.` +
+      (mostAttempts
+        ? ` Most attempts of one activity: ${mostAttempts.type} reached attempt ${mostAttempts.attempt} ` +
+          `(its last failure: ${mostAttempts.cause.slice(0, 80)}), against its retry policy's bound ` +
+          '(workflows/activity-options.ts).'
+        : ''),
   );
   const cutNotes = result.options.kinds
     .filter((k) => CUT[k])

@@ -35,8 +35,8 @@ export interface FaultRecord {
   /**
    * Work the fault cut off: (a), (b) activities running on the killed process; (f) model calls in
    * flight in the gateway; (g) model requests a client gave up on during the slow window (must be
-   * none: the endpoints' timeout outlasts the latency); (h) trainer steps that failed for want
-   * of space (filled in by the audit, from the histories).
+   * none: the endpoints' timeout outlasts the latency); (h) attempts of the running trainer step
+   * that failed for want of space.
    */
   interrupted?: number;
   /**
@@ -44,8 +44,8 @@ export interface FaultRecord {
    * killed process was running started again on a live worker (or finished), and a worker serves
    * the queue; (c): a run records finished work on the restarted server; (d): the pipeline writes
    * to PostgreSQL again; (f): a model answer is recorded through the restarted gateway; (g): the
-   * slowed server answers a request that arrived after the window at normal speed; (h): a trainer
-   * step is written after the space was freed.
+   * slowed server answers a request that arrived after the window at normal speed; (h): the
+   * trainer step the full disk failed runs again once the space is freed.
    */
   recoveryMs?: number;
   /** Slow model: from the window's start to its end, in ms (the latency stayed high this long). */
