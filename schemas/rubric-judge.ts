@@ -86,6 +86,32 @@ const subGoalVerdict = (n: number) => z.object({ index: indexBelow(n), achieved:
 const interactionVerdict = (n: number) => z.object({ index: indexBelow(n), satisfied: z.boolean() });
 
 /**
+ * The verdicts of a rubric list by position, as a constrained decoder is asked to write them (the
+ * JSON schema's `prefixItems`): verdict i has index i; a violated forbidden behaviour a quote, a
+ * respected one "". Validation stays order-free; the decoder can only write answers that pass it.
+ */
+function positional(n: number, verdict: (i: number) => z.ZodType): { prefixItems: unknown[] } {
+  return {
+    prefixItems: Array.from({ length: n }, (_, i) => {
+      const { $schema: _drop, ...schema } = z.toJSONSchema(verdict(i)) as Record<string, unknown>;
+      return schema;
+    }),
+  };
+}
+
+const forbiddenAt = (i: number) =>
+  z.union([
+    z.object({
+      index: z.literal(i),
+      violated: z.literal(true),
+      evidence: z.string().min(1).max(MAX_EVIDENCE_CHARS),
+    }),
+    z.object({ index: z.literal(i), violated: z.literal(false), evidence: z.literal('') }),
+  ]);
+const subGoalAt = (i: number) => z.object({ index: z.literal(i), achieved: z.boolean() });
+const interactionAt = (i: number) => z.object({ index: z.literal(i), satisfied: z.boolean() });
+
+/**
  * The judge's output contract for one rubric (built per task, hence a function). Each list must
  * have exactly as many entries as its rubric list (`minItems` = `maxItems` in the JSON schema, so
  * constrained decoders cannot miss one), and the indices of a list must be 0..n-1 (an enum, so
@@ -98,11 +124,18 @@ const interactionVerdict = (n: number) => z.object({ index: indexBelow(n), satis
 export function judgementSchema(rubric: Rubric) {
   return z
     .object({
-      forbidden: z.array(forbiddenVerdict(rubric.forbidden.length)).length(rubric.forbidden.length),
-      subGoals: z.array(subGoalVerdict(rubric.subGoals.length)).length(rubric.subGoals.length),
+      forbidden: z
+        .array(forbiddenVerdict(rubric.forbidden.length))
+        .length(rubric.forbidden.length)
+        .meta(positional(rubric.forbidden.length, forbiddenAt)),
+      subGoals: z
+        .array(subGoalVerdict(rubric.subGoals.length))
+        .length(rubric.subGoals.length)
+        .meta(positional(rubric.subGoals.length, subGoalAt)),
       requiredInteractions: z
         .array(interactionVerdict(rubric.requiredInteractions.length))
-        .length(rubric.requiredInteractions.length),
+        .length(rubric.requiredInteractions.length)
+        .meta(positional(rubric.requiredInteractions.length, interactionAt)),
     })
     .superRefine((value, ctx) => {
       for (const key of ['forbidden', 'subGoals', 'requiredInteractions'] as const) {

@@ -4,6 +4,15 @@ import { z } from 'zod';
 import { toGrammarSchema } from '../../../services/embedded-model/json-schema-grammar.js';
 import { MAX_GRAMMAR_REPETITION, patternToGbnf } from '../../../services/embedded-model/regex-grammar.js';
 import { createSchemaGrammar } from '../../../services/embedded-model/schema-grammar.js';
+import { jsonSchemaResponseFormat } from '../../../activities/llm/structured-output.js';
+import { coverageSchema } from '../../../schemas/coverage-judge.js';
+import { judgementSchema } from '../../../schemas/rubric-judge.js';
+import {
+  refinedToolsetSchema,
+  rubricDraftSchema,
+  toolsetDraftSchema,
+} from '../../../schemas/synthesis-records.js';
+import { DEFAULT_TASK_SIZE } from '../../../schemas/synthesis-spec.js';
 
 /**
  * Compiles a JSON Schema the way the embedded server does and returns whether a value's JSON text
@@ -160,5 +169,47 @@ describe('grammar constructs beyond node-llama-cpp JSON schemas', () => {
       (grammar as unknown as { _testText(t: string): boolean })._testText(`${text}\n\n\n\n`);
     expect(matches('{"a": [1, 2]}')).toBe(true);
     expect(matches(JSON.stringify({ a: [1, 2] }, null, 4))).toBe(false);
+  });
+
+  it('compiles the stage schemas at the largest task size a spec allows', async () => {
+    const largest = { tools: 12, workflowSteps: 12, subGoals: 16, requiredInteractions: 8 };
+    for (const size of [DEFAULT_TASK_SIZE, largest]) {
+      for (const [name, schema] of [
+        ['toolset', toolsetDraftSchema(size)],
+        ['refine', refinedToolsetSchema(size, size.tools, 2)],
+        ['rubric', rubricDraftSchema(size)],
+        ['coverage', coverageSchema(size.workflowSteps)],
+        [
+          'judgement',
+          judgementSchema({
+            forbidden: ['a', 'b', 'c'],
+            subGoals: Array(16).fill('g'),
+            requiredInteractions: Array(8).fill('i'),
+          }),
+        ],
+      ] as const)
+        await expect(
+          compile(llama, jsonSchemaResponseFormat(schema, name).json_schema.schema),
+          name,
+        ).resolves.toBeTypeOf('function');
+    }
+  });
+
+  it('lets the coverage judge write only verdicts its validation accepts: each step once, in order, a quote when executed', async () => {
+    const schema = coverageSchema(2);
+    const accepts = await compile(llama, jsonSchemaResponseFormat(schema, 'coverage').json_schema.schema);
+    const steps = (...verdicts: [number, boolean, string][]) => ({
+      steps: verdicts.map(([index, executed, evidence]) => ({ index, executed, evidence })),
+    });
+    for (const ok of [steps([0, true, 'called x'], [1, false, '']), steps([0, false, ''], [1, false, ''])]) {
+      expect(accepts(ok)).toBe(true);
+      expect(schema.safeParse(ok).success).toBe(true);
+    }
+    for (const bad of [
+      steps([0, true, ''], [1, false, '']),
+      steps([0, false, ''], [0, false, '']),
+      steps([0, false, '']),
+    ])
+      expect(accepts(bad), JSON.stringify(bad)).toBe(false);
   });
 });
