@@ -2,6 +2,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { loadEnvironment } from '../schemas/environment.js';
 import { CONNECT_HINT, temporalTarget, type TemporalTarget } from '../services/temporal/connection.js';
 import { installMetricsRuntime, workerDeploymentOptions } from './deployment.js';
+import { workerTracing } from './tracing.js';
 import { MockworldPlugin } from './plugin.js';
 
 /**
@@ -124,12 +125,16 @@ export async function createCpuWorker(
 ): Promise<Worker> {
   const env = loadEnvironment();
   const deployment = workerDeploymentOptions(env);
+  const tracing = workerTracing();
   return Worker.create({
     connection,
     ...(deployment ? { workerDeploymentOptions: deployment } : {}),
     namespace: options.namespace ?? temporalTarget().namespace,
     taskQueue: options.taskQueue ?? env.MOCKWORLD_TASK_QUEUE,
-    plugins: [new MockworldPlugin({ databaseUrl: options.databaseUrl ?? env.DATABASE_URL })],
+    plugins: [
+      new MockworldPlugin({ databaseUrl: options.databaseUrl ?? env.DATABASE_URL }),
+      ...(tracing ? [tracing.plugin] : []),
+    ],
     ...CPU_WORKER_TUNING,
     maxConcurrentActivityTaskExecutions:
       options.maxConcurrentActivities ?? CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions,
@@ -144,6 +149,9 @@ export async function runCpuWorker(options: CpuWorkerOptions = {}): Promise<void
   try {
     await (await createCpuWorker(connection, { ...options, namespace: target.namespace })).run();
   } finally {
+    await workerTracing()
+      ?.shutdown()
+      .catch(() => undefined);
     await connection.close().catch(() => undefined);
   }
 }

@@ -1,3 +1,4 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { CompletionUsage } from 'openai/resources/completions';
 import type pg from 'pg';
 import type { z } from 'zod';
@@ -68,6 +69,8 @@ export interface ModelClient {
   usageByRole(runId: string): Promise<RoleUsage[]>;
 }
 
+const tracer = trace.getTracer('mockworld');
+
 /** Concurrent identical calls of this process, across client instances. */
 const flights = new SingleFlight<ChatResult>();
 
@@ -100,16 +103,37 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
           modelCalls.inc({ role, source: 'cache' });
           return toResult(found, true);
         }
-        const answer = await completeUpstream(
-          call.endpoint,
-          chatRequestBody(call, responseFormat),
-          backoff,
-          signal,
-          call.role,
-        ).catch((error: unknown) => {
-          modelErrors.inc({ role, kind: error instanceof Error ? error.name : 'unknown' });
-          throw error;
-        });
+        // A span per paid call (a no-op unless the worker traces: workers/tracing.ts).
+        const answer = await tracer.startActiveSpan(
+          'mockworld.model_call',
+          { attributes: { 'mockworld.role': role, 'gen_ai.request.model': call.endpoint.model } },
+          async (span) => {
+            try {
+              const paid = await completeUpstream(
+                call.endpoint,
+                chatRequestBody(call, responseFormat),
+                backoff,
+                signal,
+                call.role,
+              );
+              span.setAttributes({
+                'gen_ai.usage.input_tokens': paid.completion.usage?.prompt_tokens ?? 0,
+                'gen_ai.usage.output_tokens': paid.completion.usage?.completion_tokens ?? 0,
+                'mockworld.attempts': paid.attempts,
+              });
+              return paid;
+            } catch (error) {
+              modelErrors.inc({ role, kind: error instanceof Error ? error.name : 'unknown' });
+              span.setStatus({
+                code: SpanStatusCode.ERROR,
+                message: error instanceof Error ? error.message : String(error),
+              });
+              throw error;
+            } finally {
+              span.end();
+            }
+          },
+        );
         const choice = answer.completion.choices[0]!;
         // Only the fields the stages read, and at most the answer bound: a hostile server's 3 MB
         // answer or 5,000-deep extra field never reaches a row (it is stored cut, marked oversized).
