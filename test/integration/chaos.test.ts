@@ -52,7 +52,7 @@ describe('chaos: kills, restarts, a slow model and a full disk while a synthesis
       grpoRollouts: 3,
     },
     slowModel: { windowMs: [20_000, 30_000], latencyMs: [5_000, 20_000] },
-    checkpointDisk: { sizeMb: 64, holdMs: [8_000, 15_000] },
+    checkpointDisk: { sizeMb: 64, holdMs: [8_000, 15_000], freshStepWaitMs: 60_000 },
     keepRunsGoing: true,
     maxRounds: 3,
     drainTimeoutMs: 180_000,

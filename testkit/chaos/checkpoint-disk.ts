@@ -88,6 +88,8 @@ export interface DiskFullOptions {
    * busy machine can compute for longer than the hold before it saves).
    */
   readonly holdMs: readonly [number, number];
+  /** How long a fault waits for a trainer step no full disk has met yet, before it fills anyway. */
+  readonly freshStepWaitMs: number;
 }
 
 const MAX_HOLD_MS = 120_000;
@@ -104,9 +106,12 @@ export interface StepAttempt {
 const NO_SPACE = /No space left|ENOSPC/i;
 
 /**
- * The injector of fault (h). `runningStep` is the trainer step attempt running now, if any (the
- * fault waits up to a minute for one, so that its save meets the full disk); `stepNow` where that
- * step is now (undefined: finished; 'unknown': the server cannot say).
+ * The injector of fault (h). `runningStep` is the trainer step attempt running now, if any: the
+ * fault waits for one that no earlier full disk has met (up to `freshStepWaitMs`, asking
+ * the schedule to come back while it waits), so that its save meets the full disk. One step meeting
+ * every full disk in turn would be starved: the first full run aimed 7 of them at one step, which
+ * was applied at the last attempt its retry policy allows. `stepNow` is where that step is now
+ * (undefined: finished; 'unknown': the server cannot say).
  *
  * Cut off = attempts of that step that failed for want of space; recovered = once the space is
  * freed, that step runs again (a later attempt started) or has finished: the work the full disk
@@ -120,13 +125,23 @@ export function diskFullInjector(
   runningStep: () => Promise<StepAttempt | undefined>,
   stepNow: (step: StepAttempt) => Promise<StepAttempt | undefined | 'unknown'>,
 ): Injector {
+  const met = new Set<string>(); // steps (workflow, activity) a full disk has met
+  const keyOf = (s: StepAttempt) => `${s.workflowId}\n${s.activityId}`;
+  let waitingSince: { seq: number; at: number } | undefined;
   return async (seq, random) => {
+    if (waitingSince?.seq !== seq) waitingSince = { seq, at: Date.now() };
+    const fresh = async () => {
+      const running = await runningStep();
+      return running && !met.has(keyOf(running)) ? running : undefined;
+    };
     const waitUntil = Date.now() + 60_000;
-    let step = await runningStep();
+    let step = await fresh();
     while (!step && Date.now() < waitUntil && !ctx.stopping()) {
       await sleep(250);
-      step = await runningStep();
+      step = await fresh();
     }
+    if (!step && Date.now() - waitingSince.at < options.freshStepWaitMs) return 'later';
+    if (step) met.add(keyOf(step));
     const hold = options.holdMs[0] + random() * (options.holdMs[1] - options.holdMs[0]);
     const at = Date.now();
     const bytes = await disk.fill();

@@ -121,8 +121,15 @@ export interface ChaosOptions {
   readonly postgresMode: 'fast' | 'immediate';
   /** (g): length of a slow window and the latency of each request in it. */
   readonly slowModel: SlowModelOptions;
-  /** (h): size of the checkpoint directory's own filesystem, and how long a fault keeps it full. */
-  readonly checkpointDisk: { readonly sizeMb: number; readonly holdMs: readonly [number, number] };
+  /**
+   * (h): size of the checkpoint directory's own filesystem, how long a fault keeps it full, and how
+   * long it waits for a trainer step no earlier full disk has met (checkpoint-disk.ts).
+   */
+  readonly checkpointDisk: {
+    readonly sizeMb: number;
+    readonly holdMs: readonly [number, number];
+    readonly freshStepWaitMs: number;
+  };
   readonly cpuWorkers: number;
   /**
    * CPU workers call the models through one `mockworld gateway` process (not a fault target),
@@ -158,7 +165,7 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'log'> = {
   recoveryTimeoutMs: 5 * 60_000,
   postgresMode: 'fast',
   slowModel: { windowMs: [60_000, 120_000], latencyMs: [5_000, 20_000] },
-  checkpointDisk: { sizeMb: 64, holdMs: [20_000, 40_000] },
+  checkpointDisk: { sizeMb: 64, holdMs: [20_000, 40_000], freshStepWaitMs: 5 * 60_000 },
   cpuWorkers: 2,
   modelGateway: true,
 };
@@ -713,7 +720,7 @@ export function createChaos(options: ChaosOptions): Chaos {
           ? diskFullInjector(
               context,
               disk,
-              { holdMs: options.checkpointDisk.holdMs },
+              options.checkpointDisk,
               async () => {
                 const identity = trainer.pid === undefined ? '' : workerIdentity(trainer.pid);
                 const views = temporal.up ? await observer.snapshot(3_000) : undefined;
