@@ -31,7 +31,7 @@ const BENCHMARKS = [
   },
   {
     name: 'chaos',
-    title: 'Chaos: kills and restarts of every part under a synthesis run and a GRPO run',
+    title: 'Chaos: kills, restarts, a slow model and a full disk under a synthesis run and a GRPO run',
   },
 ] as const;
 
