@@ -23,7 +23,8 @@ const DraftToolSchema = z.object({
         z.string(),
         z.object({ type: z.enum(['string', 'number', 'integer', 'boolean', 'array', 'object']) }).loose(),
       ),
-      required: z.array(z.string()).max(16),
+      // Property names, so at most as long as a tool name: bounded, a loop cannot fill the answer.
+      required: z.array(z.string().min(1).max(64)).max(16),
     }),
   }),
 });
