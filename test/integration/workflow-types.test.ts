@@ -17,7 +17,7 @@ interface HandlerMetadata {
 }
 
 /** Signals a user sends; every other signal of a mockworld workflow must be named internal. */
-const USER_SIGNALS = ['pause', 'resume', 'stop'];
+const USER_SIGNALS = ['pause', 'resume', 'stop', 'budget'];
 const INTERNAL_PREFIX = 'mockworld.internal.';
 /** An endpoint nothing listens on: the paused runs below never call a model. */
 const NO_MODEL = { endpoint: { baseUrl: 'http://127.0.0.1:9/v1', model: 'none' } };
@@ -142,8 +142,8 @@ describe('the workflow types a worker with the plugin serves', () => {
       }
     }
     expect(seen).toEqual({
-      Smoke: ['pause', 'resume', 'status'],
-      Synthesis: ['mockworld.internal.taskStage', 'pause', 'resume', 'status', 'taskStage'],
+      Smoke: ['budget', 'pause', 'resume', 'status'],
+      Synthesis: ['budget', 'mockworld.internal.taskStage', 'pause', 'resume', 'status', 'taskStage'],
     });
   });
 });
