@@ -20,13 +20,15 @@ record.json, which is all that answering a repeated request needs.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import torch
@@ -62,6 +64,50 @@ def _write_json(path: Path, obj: Any) -> None:
         json.dump(obj, f, indent=2, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
+
+
+T = TypeVar("T")
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """ENOSPC or a quota, however the writer reports it (OSError, or an error chained from one)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS:
+            return True
+        if "No space left on device" in str(seen) or "Disk quota exceeded" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def disk_wait_s() -> float:
+    """How long a save waits for space (MOCKWORLD_CHECKPOINT_DISK_WAIT_S, default 600 s)."""
+    return float(os.environ.get("MOCKWORLD_CHECKPOINT_DISK_WAIT_S", "600"))
+
+
+def save_when_space(
+    save: Callable[[], T],
+    on_wait: Callable[[BaseException, float], None],
+    wait_s: float,
+) -> T:
+    """Runs ``save``; while it fails for want of space, waits (1 s doubling to 30 s) and runs it again.
+
+    The step it saves is computed once: a full disk costs the wait, not a recomputed step per retried
+    attempt. Past ``wait_s`` the last error is raised and the activity's retry policy takes over.
+    """
+    deadline = time.monotonic() + wait_s
+    delay = 1.0
+    while True:
+        try:
+            return save()
+        except Exception as e:
+            if not is_disk_full(e) or time.monotonic() + delay > deadline:
+                raise
+            on_wait(e, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
 
 class CheckpointStore:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import torch
 
 from . import contract
 from .batches import canonical, load_batch, parse_batch_ref
-from .checkpoint import CheckpointStore
+from .checkpoint import CheckpointStore, disk_wait_s, save_when_space
 from .config import ModelSpec, parse_model_spec, parse_step_config, to_dict
 from .determinism import configure_torch
 from .errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
@@ -42,6 +43,17 @@ from .ranks import current as current_ranks
 from .sft import sft_update
 
 KINDS = ("grpo", "sft")
+log = logging.getLogger("mockworld.trainer")
+
+
+def _log_disk_wait(run_id: str, step: int, error: BaseException, delay: float, progress: Progress) -> None:
+    """Says why a computed step is not saved yet: the heartbeat details show it in the Temporal UI."""
+    log.warning(
+        "run %s step %d: the checkpoint directory is full (%s); the step is computed and its save is "
+        "tried again in %.0f s (free space there, or raise MOCKWORLD_CHECKPOINT_DISK_WAIT_S)",
+        run_id, step, error, delay,
+    )
+    progress("save: waiting for disk space", 0, 1)
 
 
 def default_device() -> torch.device:
@@ -163,8 +175,12 @@ class Trainer:
                         self.store, run_id, step, state.policy.model, state.optimizer, record, hf_tok, self.ranks
                     )
                 else:
-                    record, won = self.store.save_step(
-                        run_id, step, state.policy.model, state.optimizer, record, hf_tok, merge_lora=merge
+                    record, won = save_when_space(
+                        lambda: self.store.save_step(
+                            run_id, step, state.policy.model, state.optimizer, record, hf_tok, merge_lora=merge
+                        ),
+                        lambda error, delay: _log_disk_wait(run_id, step, error, delay, progress),
+                        disk_wait_s(),
                     )
                 progress("save", 1, 1)
             except BaseException:

@@ -10,6 +10,7 @@ from trainer_data import TINY
 from mockworld_trainer import checkpoint as checkpoint_module
 from mockworld_trainer.checkpoint import CheckpointStore
 from mockworld_trainer.errors import BadRequestError, CheckpointMissingError, StepMismatchError, StepOutOfOrderError
+from mockworld_trainer import trainer as trainer_module
 from mockworld_trainer.trainer import Trainer
 
 CFG = {"lr": 1e-3, "micro_batch_size": 8}
@@ -105,6 +106,7 @@ def test_a_crash_while_saving_leaves_no_step_behind_and_the_retry_applies_it_fro
         raise OSError("No space left on device")
 
     with monkeypatch.context() as m:
+        m.setenv("MOCKWORLD_CHECKPOINT_DISK_WAIT_S", "0")  # no wait for space: the attempt fails
         m.setattr(checkpoint_module.torch, "save", disk_full)
         with pytest.raises(OSError, match="No space left"):
             step(crashy, 1, batch_ref)
@@ -113,6 +115,41 @@ def test_a_crash_while_saving_leaves_no_step_behind_and_the_retry_applies_it_fro
     assert step(crashy, 1, batch_ref)["replayed"] is False
     a, b = weights(clean, 1), weights(crashy, 1)
     assert all(torch.equal(a[k], b[k]) for k in a)  # the retry started from step 0, not a half-applied model
+
+
+def test_a_full_disk_at_the_save_waits_for_space_and_saves_the_step_computed_once(tmp_path, batch_ref, monkeypatch):
+    clean = Trainer(CheckpointStore(tmp_path / "clean"), device=CPU)
+    step(clean, 1, batch_ref)
+    full = Trainer(CheckpointStore(tmp_path / "full"), device=CPU)
+    real_save, refusals, waits, updates = checkpoint_module.torch.save, [2], [], []
+
+    def save_when_freed(*args, **kwargs):
+        if refusals[0]:
+            refusals[0] -= 1
+            raise OSError(28, "No space left on device")
+        return real_save(*args, **kwargs)
+
+    real_update = trainer_module.grpo_update
+    monkeypatch.setattr(trainer_module, "grpo_update", lambda *a, **k: updates.append(1) or real_update(*a, **k))
+    monkeypatch.setattr(checkpoint_module.torch, "save", save_when_freed)
+    monkeypatch.setattr(checkpoint_module.time, "sleep", waits.append)
+    assert step(full, 1, batch_ref)["replayed"] is False
+    assert waits == [1.0, 2.0] and len(updates) == 1  # two waits for space, one computed step
+    assert sorted(p.name for p in full.store.run_dir("run-1").iterdir()) == ["run.json", "step-00000001"]
+    a, b = weights(clean, 1), weights(full, 1)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_save_that_fails_for_another_reason_is_not_waited_on(tmp_path, batch_ref, monkeypatch):
+    trainer = Trainer(CheckpointStore(tmp_path), device=CPU)
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(checkpoint_module.torch, "save", denied)
+    monkeypatch.setattr(checkpoint_module.time, "sleep", lambda s: pytest.fail("waited on a permission error"))
+    with pytest.raises(PermissionError):
+        step(trainer, 1, batch_ref)
 
 
 def test_of_two_workers_racing_on_one_step_the_first_rename_wins_and_both_answer_with_it(store, batch_ref, monkeypatch):
