@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
+import { ReasoningSourceSchema } from './reasoning-synthesis.js';
 
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
@@ -154,11 +155,15 @@ export const SynthesisSpecSchema = z
     tasks: z
       .number()
       .int()
-      .min(1)
+      .min(0)
       .max(100_000)
       .describe(
-        'Tasks to synthesize (one per persona, in file order); split larger datasets into several runs.',
+        'Tool-use tasks to synthesize (one per persona, in file order); split larger datasets into ' +
+          'several runs. 0 only with a reasoning section (reasoning problems alone).',
       ),
+    reasoning: ReasoningSourceSchema.optional().describe(
+      'Math and search problems rewritten into persona scenarios and kept when the teacher\'s solutions agree (seed §3.4).',
+    ),
     models: z
       .object({
         teacher: role(0.7, 2048),
@@ -211,7 +216,15 @@ export const SynthesisSpecSchema = z
     seed: z.number().int().min(0).default(0).describe('Sampling seed base; task i uses seed + i.'),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
   })
-  .strict();
+  .strict()
+  .superRefine((spec, ctx) => {
+    if (spec.tasks === 0 && !spec.reasoning)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tasks'],
+        message: 'must be at least 1 when the spec has no reasoning section',
+      });
+  });
 
 /** Validated synthesis spec. */
 export type SynthesisSpec = z.infer<typeof SynthesisSpecSchema>;

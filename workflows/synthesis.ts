@@ -9,6 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.js';
 import type { SynthesisActivities } from '../activities/synthesis/index.js';
+import type { ReasoningProblemResult } from '../schemas/reasoning-synthesis.js';
 import type { TaskStage } from '../schemas/synthesis-records.js';
 import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
@@ -19,7 +20,8 @@ import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-t
 import { endRunOnError } from './run-end.js';
 
 const { recordRunStart } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
-const { loadSynthesisPersonas, finishSynthesis } = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
+const { loadSynthesisPersonas, loadReasoningSeeds, synthesizeReasoningProblem, finishSynthesis } =
+  proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
 /** What a dataset run carries across continue-as-new (small: one character per task). */
 export interface SynthesisProgress {
@@ -33,6 +35,11 @@ export interface SynthesisProgress {
   readonly rejectedByReason: Record<string, number>;
   /** A pause in effect when the previous run continued as new stays in effect. */
   readonly paused: boolean;
+  /**
+   * Indices below it are tool-use tasks, the rest reasoning problems (index - toolTasks); absent
+   * (runs from before the reasoning section): all are tool-use tasks.
+   */
+  readonly toolTasks?: number;
 }
 
 /** What a finished dataset run returns (the statistics and files are in PostgreSQL and on disk). */
@@ -48,8 +55,9 @@ export interface SynthesisSummary {
 const OUTCOME_STAGE: Record<string, TaskStage | 'failed'> = { k: 'kept', r: 'rejected', f: 'failed' };
 
 /**
- * A synthesis dataset run: loads the personas, runs one task workflow per persona with bounded
- * concurrency, honours pause/resume/cancel, answers per-stage counts and any task's stage, and
+ * A synthesis dataset run: loads the personas (and the reasoning seed problems of a spec with a
+ * reasoning section), runs one task workflow per persona and one activity per reasoning problem
+ * (seed §3.4) with bounded concurrency, honours pause/resume/cancel, answers per-stage counts and any task's stage, and
  * writes the statistics report and the exported dataset at the end.
  */
 export async function Synthesis(input: unknown, carried?: SynthesisProgress): Promise<SynthesisSummary> {
@@ -62,19 +70,35 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   else {
     linkViewer(await recordRunStart({ runId, kind: 'Synthesis', spec }));
     control.progress(0, 'loading personas');
+    const reasoning = spec.reasoning;
     const loaded = await loadSynthesisPersonas({
       runId,
       path: spec.personas.path,
       offset: spec.personas.offset,
-      limit: spec.tasks,
+      // Reasoning problems take the personas in turn: load as many as there are problems.
+      limit: reasoning ? Math.max(spec.tasks, reasoning.problems) : spec.tasks,
     });
+    const toolTasks = Math.min(loaded.loaded, spec.tasks);
+    let problems = 0;
+    if (reasoning) {
+      control.progress(0, 'loading reasoning seed problems');
+      problems = (
+        await loadReasoningSeeds({
+          runId,
+          path: reasoning.seeds.path,
+          offset: reasoning.seeds.offset,
+          limit: reasoning.problems,
+        })
+      ).loaded;
+    }
     progress = {
-      total: loaded.loaded,
+      total: toolTasks + problems,
       cursor: 0,
-      outcomes: '.'.repeat(loaded.loaded),
+      outcomes: '.'.repeat(toolTasks + problems),
       tally: { kept: 0, rejected: 0, failed: 0 },
       rejectedByReason: {},
       paused: false,
+      ...(reasoning && { toolTasks }),
     };
   }
   if (progress.paused) control.pause();
@@ -112,7 +136,8 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
     { description: taskStageQuery.description },
   );
 
-  const settle = (idx: number, result: SynthesisTaskResult | 'failed') => {
+  const toolTasks = progress.toolTasks ?? progress.total;
+  const settle = (idx: number, result: SynthesisTaskResult | ReasoningProblemResult | 'failed') => {
     const outcome = result === 'failed' ? 'failed' : result.outcome;
     tally[outcome]++;
     if (result !== 'failed' && result.outcome === 'rejected') {
@@ -138,6 +163,23 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       startedHere++;
       inFlight.set(idx, 'started');
       report('synthesizing'); // the status query counts this task as started, not pending
+      if (idx >= toolTasks) {
+        // A reasoning problem: one activity, idempotent on its row (seed §3.4).
+        synthesizeReasoningProblem({
+          runId,
+          idx: idx - toolTasks,
+          solutions: spec.reasoning!.solutions,
+          teacher: spec.models.teacher,
+          templates: spec.templates,
+          seed: spec.seed + idx,
+        }).then(
+          (result) => settle(idx, result),
+          (error) => {
+            if (!isCancellation(error)) settle(idx, 'failed');
+          },
+        );
+        continue;
+      }
       const {
         models,
         refine,
@@ -191,6 +233,7 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
       tally,
       rejectedByReason,
       paused: control.isPaused,
+      ...(progress.toolTasks !== undefined && { toolTasks: progress.toolTasks }),
     });
   }
 

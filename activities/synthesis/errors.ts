@@ -25,7 +25,7 @@ export class SynthesisStageError extends Error {
 }
 
 /**
- * Raised when a personas file cannot be read (missing, unreadable, not text). Not retryable: every
+ * Raised when a personas (or reasoning seed) file cannot be read (missing, unreadable, not text). Not retryable: every
  * attempt reads the same file; the spec's path or the file must change.
  */
 export class PersonaFileError extends Error {
@@ -36,8 +36,10 @@ export class PersonaFileError extends Error {
     readonly file: string,
     /** Why it could not be read (the file system's message). */
     readonly reason: string,
+    /** What the file holds (the reasoning seed problems are read the same way). */
+    what = 'personas',
   ) {
-    super(`Cannot read personas from ${file}: ${reason}`);
+    super(`Cannot read ${what} from ${file}: ${reason}`);
   }
 }
 

@@ -1,13 +1,23 @@
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { loadEnvironment } from '../../schemas/environment.js';
+import type { ReasoningProblemResult } from '../../schemas/reasoning-synthesis.js';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
 import { heartbeatProgress } from '../heartbeat.js';
 import type { ModelClient } from '../llm/index.js';
 import { getPool } from '../store/db.js';
+import { locateSandbox, type SandboxInstall } from '../sandbox/index.js';
 import { createEpisodeRunner, type EpisodeSummary } from '../world/index.js';
 import { datasetDirectoryName, exportRunDataset } from './export.js';
 import { loadPersonas, type LoadPersonasInput } from './personas.js';
+import {
+  exportReasoningProblems,
+  loadReasoningSeeds,
+  reasoningReport,
+  synthesizeReasoningProblem,
+  type LoadSeedsInput,
+  type ReasoningProblemInput,
+} from './reasoning.js';
 import { synthesisReport } from './report.js';
 import { createStageActivities } from './stages.js';
 
@@ -27,6 +37,7 @@ export interface DemonstrationInput {
 export function createSynthesisActivities(databaseUrl: string, models: ModelClient) {
   const pool = () => getPool(databaseUrl);
   const world = createEpisodeRunner({ databaseUrl, models });
+  let sandbox: SandboxInstall | undefined;
   return {
     ...createStageActivities(pool, models),
 
@@ -60,11 +71,42 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
       );
     },
 
+    /** Loads the run's reasoning seed problems into PostgreSQL; returns counts only. */
+    async loadReasoningSeeds(input: LoadSeedsInput) {
+      return loadReasoningSeeds(pool(), input);
+    },
+
+    /**
+     * One reasoning problem, start to outcome: rewrite into a persona scenario, the teacher's
+     * solutions, the agreement check (math-verify runs in the sandbox); its row records the outcome.
+     */
+    async synthesizeReasoningProblem(input: ReasoningProblemInput): Promise<ReasoningProblemResult> {
+      const signal = Context.current().cancellationSignal;
+      return synthesizeReasoningProblem(
+        {
+          pool: pool(),
+          models,
+          sandbox: () => ({
+            install: (sandbox ??= locateSandbox(loadEnvironment().MOCKWORLD_SANDBOX_VENV)),
+            signal,
+          }),
+          signal,
+        },
+        input,
+      );
+    },
+
     /** Writes the statistics report and the exported dataset, and marks the run completed. */
-    async finishSynthesis({ runId }: { runId: string }): Promise<{ directory: string; kept: number }> {
+    async finishSynthesis({
+      runId,
+    }: {
+      runId: string;
+    }): Promise<{ directory: string; kept: number; reasoningKept: number }> {
       const report = await synthesisReport(pool(), runId);
       const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', datasetDirectoryName(runId));
       const exported = await exportRunDataset(pool(), runId, directory);
+      const reasoning = await reasoningReport(pool(), runId);
+      const reasoningFile = reasoning ? await exportReasoningProblems(pool(), runId, directory) : null;
       await pool().query(
         `UPDATE runs SET status = 'completed', summary = $2, updated_at = now() WHERE run_id = $1`,
         [
@@ -76,11 +118,13 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
               tasksFile: exported.tasksFile,
               verlFile: exported.verlFile,
               rows: exported.rows,
+              ...(reasoningFile && { reasoningFile: reasoningFile.file, reasoningRows: reasoningFile.rows }),
             },
+            ...(reasoning && { reasoning }),
           }),
         ],
       );
-      return { directory, kept: exported.rows };
+      return { directory, kept: exported.rows, reasoningKept: reasoningFile?.rows ?? 0 };
     },
   };
 }

@@ -54,7 +54,7 @@ export const MAX_RECORDED_REFUSALS = 10_000;
  * The lines of a file, each as text, or `null` for a line longer than `maxBytes` (its bytes are
  * skipped as they stream by, so one enormous line cannot exhaust memory). A trailing CR is dropped.
  */
-async function* boundedLines(file: string, maxBytes: number): AsyncGenerator<string | null> {
+export async function* boundedLines(file: string, maxBytes: number): AsyncGenerator<string | null> {
   let parts: Buffer[] = [];
   let size = 0;
   let oversized = false;

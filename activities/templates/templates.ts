@@ -22,7 +22,10 @@ export type TemplateStage =
   | 'studyTeacher'
   | 'studyJudge'
   | 'evolInstruct'
-  | 'traceRepair';
+  | 'traceRepair'
+  // Reasoning problems as a synthesis source (seed §3.4).
+  | 'reasoningRewrite'
+  | 'reasoningSolve';
 
 /** Which template files a run uses: a shipped version, and per-stage replacement files. */
 export interface TemplateChoice {

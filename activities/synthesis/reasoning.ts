@@ -1,0 +1,455 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type pg from 'pg';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import {
+  SeedProblemSchema,
+  type ReasoningDropReason,
+  type ReasoningProblemResult,
+  type ReasoningSolution,
+} from '../../schemas/reasoning-synthesis.js';
+import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
+import { extractFinalAnswer } from '../correctness/extract.js';
+import { verifyMath, type MathPair } from '../correctness/math-verify.js';
+import { exactMatch } from '../correctness/search-match.js';
+import { resolveDataFile } from '../data-files.js';
+import { resolveEndpoint } from '../llm/default-endpoint.js';
+import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
+import type { RunDependencies } from '../sandbox/index.js';
+import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { PersonaFileError, SynthesisStageError } from './errors.js';
+import { boundedLines, MAX_RECORDED_REFUSALS } from './personas.js';
+
+/** Longest seed line read, in bytes; longer lines are refused without being held in memory. */
+export const MAX_SEED_LINE_BYTES = 64 * 1024;
+/** Longest rewritten problem kept, in bytes (a longer one is a failed rewrite). */
+export const MAX_SCENARIO_BYTES = 16 * 1024;
+/** Longest solution read, in bytes (a longer one has no readable answer). */
+export const MAX_SOLUTION_BYTES = 64 * 1024;
+
+const REWRITE_SYSTEM =
+  'You turn textbook problems into realistic requests from real people without changing what is asked. ' +
+  'Answer with the rewritten request only.';
+const SOLVE_SYSTEM = 'You are a careful problem solver. You reason step by step and state one final answer.';
+
+/** How each kind's final answer must be written, so the correctness extractor can read it. */
+const ANSWER_FORMAT: Record<ReasoningKind, string> = {
+  math: 'End with the final answer alone inside \\boxed{}, e.g. \\boxed{42}.',
+  search: 'End with one line "Final answer: <the short answer>" (a name, date, number or phrase, no sentence).',
+};
+
+/** The id of problem `idx` of a run: its row's key and the ledger run id of its model calls. */
+export const problemIdOf = (runId: string, idx: number) => `${runId}/problem-${String(idx).padStart(5, '0')}`;
+
+/** What the seed loader is asked for. */
+export interface LoadSeedsInput {
+  readonly runId: string;
+  readonly path: string;
+  readonly offset: number;
+  /** Valid problems wanted after the offset. */
+  readonly limit: number;
+}
+
+/** What was loaded: counts only, the problems stay in PostgreSQL. */
+export interface LoadSeedsResult {
+  readonly loaded: number;
+  readonly rejected: number;
+  readonly rejectedByReason: Record<string, number>;
+}
+
+/** The reason a seed line is refused, or the problem it holds. */
+function checkSeedLine(text: string) {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  const parsed = SeedProblemSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return `${issue.path.join('.') || 'line'}: ${issue.message}`;
+  }
+  // PostgreSQL text cannot hold NUL.
+  if (`${parsed.data.question}${parsed.data.answer ?? ''}`.includes('\u0000')) return 'NUL character';
+  return parsed.data;
+}
+
+/**
+ * Reads a seed JSONL file into `reasoning_problems` (valid lines, in order) and records every
+ * refused line with its reason in `reasoning_seed_rejections`. Idempotent: a retry inserts nothing new.
+ */
+export async function loadReasoningSeeds(pool: pg.Pool, input: LoadSeedsInput): Promise<LoadSeedsResult> {
+  const file = resolveDataFile(input.path, 'reasoning seed problems');
+  const chosen: { line: number; kind: string; question: string; answer: string | null }[] = [];
+  const refused: { line: number; reason: string }[] = [];
+  const rejectedByReason: Record<string, number> = {};
+  let rejected = 0;
+  const refuse = (line: number, reason: string) => {
+    rejected++;
+    rejectedByReason[reason] = (rejectedByReason[reason] ?? 0) + 1;
+    if (refused.length < MAX_RECORDED_REFUSALS) refused.push({ line, reason });
+  };
+  let validSeen = 0;
+  let lineNo = 0;
+  try {
+    for await (const text of boundedLines(file, MAX_SEED_LINE_BYTES)) {
+      lineNo++;
+      if (text === null) {
+        refuse(lineNo, `line longer than ${MAX_SEED_LINE_BYTES} bytes`);
+        continue;
+      }
+      if (text.trim() === '') continue;
+      const checked = checkSeedLine(text);
+      if (typeof checked === 'string') refuse(lineNo, checked);
+      else if (validSeen++ >= input.offset)
+        chosen.push({ line: lineNo, kind: checked.kind, question: checked.question, answer: checked.answer ?? null });
+      if (chosen.length >= input.limit) break;
+    }
+  } catch (error) {
+    throw new PersonaFileError(file, (error as Error).message, 'reasoning seed problems');
+  }
+  await pool.query(
+    `INSERT INTO reasoning_problems (problem_id, run_id, idx, line, kind, source_question, source_answer)
+     SELECT t.problem_id, $1, t.idx, t.line, t.kind, t.question, t.answer
+       FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[])
+            AS t(problem_id, idx, line, kind, question, answer)
+     ON CONFLICT DO NOTHING`,
+    [
+      input.runId,
+      chosen.map((_, i) => problemIdOf(input.runId, i)),
+      chosen.map((_, i) => i),
+      chosen.map((p) => p.line),
+      chosen.map((p) => p.kind),
+      chosen.map((p) => p.question),
+      chosen.map((p) => p.answer),
+    ],
+  );
+  await pool.query(
+    `INSERT INTO reasoning_seed_rejections (run_id, line, reason)
+     SELECT $1, t.line, t.reason FROM unnest($2::int[], $3::text[]) AS t(line, reason)
+     ON CONFLICT DO NOTHING`,
+    [input.runId, refused.map((r) => r.line), refused.map((r) => r.reason)],
+  );
+  return { loaded: chosen.length, rejected, rejectedByReason };
+}
+
+/** One problem to synthesize. */
+export interface ReasoningProblemInput {
+  readonly runId: string;
+  /** The problem's index among the run's valid seed problems. */
+  readonly idx: number;
+  /** Teacher solutions to draw (all must agree for the problem to be kept). */
+  readonly solutions: number;
+  readonly teacher: ModelRole;
+  readonly templates: TemplateChoice;
+  /** Seed of this problem's calls when the teacher role sets none. */
+  readonly seed: number;
+}
+
+/** What synthesizing a problem needs from the worker. */
+export interface ReasoningDependencies {
+  readonly pool: pg.Pool;
+  readonly models: ModelClient;
+  /** The sandbox math-verify runs in. */
+  readonly sandbox: () => RunDependencies;
+  readonly signal?: AbortSignal;
+}
+
+interface ProblemRow {
+  problem_id: string;
+  kind: ReasoningKind;
+  source_question: string;
+  source_answer: string | null;
+  outcome: 'pending' | 'kept' | 'rejected';
+  drop_reason: ReasoningDropReason | null;
+}
+
+type Decision =
+  | { readonly outcome: 'kept'; readonly answer: string }
+  | { readonly outcome: 'rejected'; readonly reason: ReasoningDropReason; readonly detail: string };
+
+const storedResult = (row: ProblemRow): ReasoningProblemResult =>
+  row.outcome === 'kept' ? { outcome: 'kept' } : { outcome: 'rejected', reason: row.drop_reason! };
+
+/**
+ * One reasoning problem (seed 000 §3.4): the teacher rewrites it into a scenario of a persona,
+ * solves the scenario `solutions` times (separate calls with sample indices 0..n-1, so the ledger
+ * caches each apart), and the problem is kept only when every final answer is equivalent to every
+ * other (math-verify in the sandbox for math, normalized exact match for search) and to the seed's
+ * answer when it has one. The outcome and every artefact go to its row once; a problem already
+ * decided is returned as stored, and a retry's model calls are served from the ledger.
+ */
+export async function synthesizeReasoningProblem(
+  deps: ReasoningDependencies,
+  input: ReasoningProblemInput,
+): Promise<ReasoningProblemResult> {
+  const problemId = problemIdOf(input.runId, input.idx);
+  const row = await readProblem(deps.pool, problemId);
+  if (row.outcome !== 'pending') return storedResult(row);
+
+  const persona = await personaFor(deps.pool, input.runId, input.idx, problemId);
+  const teacher = (seed: number) => ({
+    endpoint: resolveEndpoint(input.teacher.endpoint),
+    sampling: { ...input.teacher.sampling, seed: input.teacher.sampling.seed ?? seed },
+    runId: problemId,
+    role: 'teacher',
+    signal: deps.signal,
+  });
+
+  const rewriteTemplate = await loadTemplate('reasoningRewrite', input.templates);
+  let scenario: string | null = null;
+  let rewriteDetail = 'the rewrite was empty';
+  try {
+    const rewritten = await deps.models.text(
+      {
+        ...teacher(input.seed),
+        messages: [
+          { role: 'system', content: REWRITE_SYSTEM },
+          {
+            role: 'user',
+            content: renderTemplate(rewriteTemplate, {
+              persona: persona.persona,
+              kind: row.kind,
+              question: row.source_question,
+            }),
+          },
+        ],
+      },
+      'reasoningRewrite',
+      MAX_SCENARIO_BYTES,
+    );
+    scenario = afterReasoning(rewritten.text).trim() || null;
+  } catch (error) {
+    if (!(error instanceof StructuredOutputRejectedError)) throw error;
+    rewriteDetail = `the rewrite was refused: ${error.reason}`;
+  }
+  if (scenario === null) {
+    await decide(deps.pool, problemId, persona.id, null, [], {
+      outcome: 'rejected',
+      reason: 'rewrite_failed',
+      detail: rewriteDetail,
+    });
+    return storedResult(await readProblem(deps.pool, problemId));
+  }
+
+  const solveTemplate = await loadTemplate('reasoningSolve', input.templates);
+  const prompt = renderTemplate(solveTemplate, {
+    kind: row.kind,
+    question: scenario,
+    answerFormat: ANSWER_FORMAT[row.kind],
+  });
+  const solutions = await Promise.all(
+    Array.from({ length: input.solutions }, async (_, sampleIndex): Promise<ReasoningSolution> => {
+      let response: string;
+      try {
+        const solved = await deps.models.text(
+          {
+            ...teacher(input.seed + sampleIndex),
+            sampleIndex,
+            messages: [
+              { role: 'system', content: SOLVE_SYSTEM },
+              { role: 'user', content: prompt },
+            ],
+          },
+          'reasoningSolve',
+          MAX_SOLUTION_BYTES,
+        );
+        response = solved.text;
+      } catch (error) {
+        if (!(error instanceof StructuredOutputRejectedError)) throw error;
+        response = '';
+      }
+      const extracted = extractFinalAnswer(response, { lastLine: row.kind === 'search' });
+      return { sampleIndex, response, answer: extracted?.answer ?? null };
+    }),
+  );
+
+  const decision = await judgeAgreement(deps, row, solutions);
+  await decide(deps.pool, problemId, persona.id, scenario, solutions, decision);
+  return storedResult(await readProblem(deps.pool, problemId));
+}
+
+/** Whether the solutions' answers agree with each other and with the seed's answer. */
+async function judgeAgreement(
+  deps: ReasoningDependencies,
+  row: ProblemRow,
+  solutions: readonly ReasoningSolution[],
+): Promise<Decision> {
+  const unreadable = solutions.filter((s) => s.answer === null).map((s) => s.sampleIndex);
+  if (unreadable.length > 0) {
+    return {
+      outcome: 'rejected',
+      reason: 'unparseable_answer',
+      detail: `no final answer could be read from solution${unreadable.length > 1 ? 's' : ''} ${unreadable.join(', ')}`,
+    };
+  }
+  const answers = solutions.map((s) => s.answer!);
+  const between: MathPair[] = [];
+  for (let i = 0; i < answers.length; i++)
+    for (let j = i + 1; j < answers.length; j++) between.push({ gold: answers[i]!, answer: answers[j]! });
+  const withSource: MathPair[] =
+    row.source_answer === null ? [] : answers.map((answer) => ({ gold: row.source_answer!, answer }));
+
+  let equivalent: boolean[];
+  if (row.kind === 'math') {
+    const pairs = [...between, ...withSource];
+    equivalent = (await verifyMath(deps.sandbox(), pairs)).map((verdict) => verdict.equivalent);
+  } else {
+    equivalent = [...between, ...withSource].map((pair) => exactMatch(pair.answer, pair.gold));
+  }
+  const listed = answers.map((a, i) => `${i}: ${JSON.stringify(a)}`).join('; ');
+  if (!equivalent.slice(0, between.length).every(Boolean)) {
+    return { outcome: 'rejected', reason: 'answers_disagree', detail: `the final answers differ (${listed})` };
+  }
+  if (!equivalent.slice(between.length).every(Boolean)) {
+    return {
+      outcome: 'rejected',
+      reason: 'source_mismatch',
+      detail: `the solutions agree on ${JSON.stringify(answers[0])}, the seed's answer is ${JSON.stringify(row.source_answer)}`,
+    };
+  }
+  return { outcome: 'kept', answer: answers[0]! };
+}
+
+async function readProblem(pool: pg.Pool, problemId: string): Promise<ProblemRow> {
+  const { rows } = await pool.query<ProblemRow>(
+    `SELECT problem_id, kind, source_question, source_answer, outcome, drop_reason
+       FROM reasoning_problems WHERE problem_id = $1`,
+    [problemId],
+  );
+  if (!rows[0]) throw new SynthesisStageError(problemId, 'no such reasoning problem (its seeds were not loaded)');
+  return rows[0];
+}
+
+/** The persona of problem `idx`: the run's personas in turn (problem i gets persona i mod count). */
+async function personaFor(pool: pg.Pool, runId: string, idx: number, problemId: string) {
+  const { rows } = await pool.query<{ persona_id: string; persona: string }>(
+    `SELECT persona_id, persona FROM synthesis_personas
+      WHERE run_id = $1
+        AND idx = $2::int % GREATEST((SELECT count(*) FROM synthesis_personas WHERE run_id = $1), 1)`,
+    [runId, idx],
+  );
+  if (!rows[0]) throw new SynthesisStageError(problemId, 'the run loaded no personas to rewrite it for');
+  return { id: rows[0].persona_id, persona: rows[0].persona };
+}
+
+/** Writes a problem's outcome once: a row already decided keeps what it has. */
+async function decide(
+  pool: pg.Pool,
+  problemId: string,
+  personaId: string,
+  scenario: string | null,
+  solutions: readonly ReasoningSolution[],
+  decision: Decision,
+): Promise<void> {
+  await pool.query(
+    `UPDATE reasoning_problems
+        SET persona_id = $2, scenario = $3, solutions = $4, outcome = $5, answer = $6,
+            drop_reason = $7, drop_detail = $8, updated_at = now()
+      WHERE problem_id = $1 AND outcome = 'pending'`,
+    [
+      problemId,
+      personaId,
+      scenario,
+      JSON.stringify(solutions),
+      decision.outcome,
+      decision.outcome === 'kept' ? decision.answer : null,
+      decision.outcome === 'rejected' ? decision.reason : null,
+      decision.outcome === 'rejected' ? decision.detail.slice(0, 2_000) : null,
+    ],
+  );
+}
+
+/** The text after a closed reasoning block (a thinking model's rewrite). */
+function afterReasoning(text: string): string {
+  const close = text.lastIndexOf('</think>');
+  return close >= 0 ? text.slice(close + '</think>'.length) : text;
+}
+
+/** The reasoning part of a run's summary. */
+export interface ReasoningReport {
+  readonly problems: number;
+  readonly kept: number;
+  readonly rejected: number;
+  readonly rejectedByReason: Record<string, number>;
+  readonly seedLinesRefused: number;
+}
+
+/** Counts of a run's reasoning problems by outcome and drop reason; null when it has none. */
+export async function reasoningReport(pool: pg.Pool, runId: string): Promise<ReasoningReport | null> {
+  const { rows } = await pool.query<{ outcome: string; drop_reason: string | null; n: number }>(
+    `SELECT outcome, drop_reason, count(*)::int AS n FROM reasoning_problems
+      WHERE run_id = $1 GROUP BY outcome, drop_reason`,
+    [runId],
+  );
+  if (rows.length === 0) return null;
+  const refused = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM reasoning_seed_rejections WHERE run_id = $1`,
+    [runId],
+  );
+  const rejectedByReason: Record<string, number> = {};
+  let kept = 0;
+  let rejected = 0;
+  for (const row of rows) {
+    if (row.outcome === 'kept') kept += row.n;
+    if (row.outcome === 'rejected') {
+      rejected += row.n;
+      rejectedByReason[row.drop_reason!] = (rejectedByReason[row.drop_reason!] ?? 0) + row.n;
+    }
+  }
+  return {
+    problems: rows.reduce((sum, row) => sum + row.n, 0),
+    kept,
+    rejected,
+    rejectedByReason,
+    seedLinesRefused: refused.rows[0]!.n,
+  };
+}
+
+/** File name of the kept reasoning problems in a run's dataset directory. */
+export const REASONING_FILE = 'reasoning.jsonl';
+
+/**
+ * Writes the run's kept reasoning problems, in index order, to `reasoning.jsonl` in `directory`
+ * (written whole, then renamed into place): the scenario as the question, the agreed answer, the
+ * persona, the seed it came from and the teacher's solutions. Returns the file and its rows.
+ */
+export async function exportReasoningProblems(
+  pool: pg.Pool,
+  runId: string,
+  directory: string,
+): Promise<{ file: string; rows: number }> {
+  const { rows } = await pool.query<{
+    problem_id: string;
+    kind: string;
+    persona_id: string;
+    scenario: string;
+    answer: string;
+    source_question: string;
+    source_answer: string | null;
+    solutions: ReasoningSolution[];
+  }>(
+    `SELECT problem_id, kind, persona_id, scenario, answer, source_question, source_answer, solutions
+       FROM reasoning_problems WHERE run_id = $1 AND outcome = 'kept' ORDER BY idx`,
+    [runId],
+  );
+  await mkdir(directory, { recursive: true });
+  const file = path.join(directory, REASONING_FILE);
+  const text = rows
+    .map((row) =>
+      JSON.stringify({
+        id: row.problem_id,
+        kind: row.kind,
+        persona_id: row.persona_id,
+        question: row.scenario,
+        answer: row.answer,
+        source: { question: row.source_question, answer: row.source_answer },
+        solutions: row.solutions,
+      }),
+    )
+    .join('\n');
+  await writeFile(`${file}.partial`, rows.length > 0 ? `${text}\n` : '');
+  await rename(`${file}.partial`, file);
+  return { file, rows: rows.length };
+}

@@ -1,0 +1,223 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { normalizeAnswer } from '../../activities/correctness/normalize.js';
+import { verifyMath } from '../../activities/correctness/math-verify.js';
+import { locateSandbox } from '../../activities/sandbox/index.js';
+import { REPO_ROOT } from '../../deploy/paths.js';
+import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls.js';
+import { taskStageQuery } from '../../workflows/synthesis-controls.js';
+import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { REASONING_PLANS, reasoningScript } from '../../testkit/reasoning-script.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
+import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
+
+/** The shipped seed file, in file order, and what the scripted teacher makes of each problem. */
+const SEEDS_FILE = path.join(REPO_ROOT, 'examples', 'reasoning', 'seeds.jsonl');
+
+describe('reasoning problems as a synthesis source, on the real stack', () => {
+  let db: TestDatabase;
+  let models: ModelServer;
+  let tw: TestWorker;
+  let dir: string;
+  let sql: pg.Client;
+  let seeds: { question: string; answer?: string; kind: 'math' | 'search' }[];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-reasoning-'));
+    process.env.MOCKWORLD_HOME = dir;
+    seeds = (await readFile(SEEDS_FILE, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    db = await createTestDatabase();
+    models = await startModelServer({ script: reasoningScript(), latencyMs: 20 });
+    tw = await startTestWorker(inject('temporalAddress'), db.url);
+    sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+  });
+  afterAll(async () => {
+    await sql?.end();
+    await tw?.close();
+    await models?.close();
+    await db?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the problems whose 3 solutions agree, drops the rest with their reasons, pauses, and exports', async () => {
+    const expected = seeds.map((seed) => REASONING_PLANS[seed.question]!.expected);
+    const keptIdx = expected.flatMap((outcome, i) => (outcome === 'kept' ? [i] : []));
+    const reasons: Record<string, number> = {};
+    for (const outcome of expected) if (outcome !== 'kept') reasons[outcome] = (reasons[outcome] ?? 0) + 1;
+
+    const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
+    const handle = await tw.client.workflow.start('Synthesis', {
+      args: [
+        {
+          kind: 'Synthesis',
+          name: 'reasoning-e2e',
+          personas: { path: 'personas.jsonl' }, // the shipped personas (examples/ on the worker)
+          tasks: 0,
+          reasoning: { seeds: { path: 'reasoning/seeds.jsonl' }, problems: 50 },
+          concurrency: 2,
+          tasksPerWorkflowRun: 4, // 11 problems: the run continues as new twice
+          models: { teacher: role, toolSimulator: role, userSimulator: role, rubricExtractor: role },
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId: `reasoning-e2e-${Date.now()}`,
+    });
+
+    // Pause once a problem is decided: no problem is decided while paused once in-flight ones end.
+    const decided = async () =>
+      (
+        await sql.query(`SELECT count(*)::int AS n FROM reasoning_problems WHERE run_id = $1 AND outcome <> 'pending'`, [
+          handle.workflowId,
+        ])
+      ).rows[0].n as number;
+    await eventually(async () => (await decided()) > 0);
+    await handle.signal(pauseSignal);
+    await eventually(async () => {
+      const status = await handle.query(statusQuery);
+      const { pending = 0, kept = 0, rejected = 0, failed = 0 } = status.counts;
+      return status.state === 'paused' && pending + kept + rejected + failed === seeds.length;
+    });
+    const decidedWhilePaused = await decided();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await decided()).toBe(decidedWhilePaused);
+    expect((await handle.query(statusQuery)).counts.pending).toBeGreaterThan(0);
+    await handle.signal(resumeSignal);
+
+    const summary = await handle.result();
+    expect(summary).toMatchObject({ tasks: seeds.length, kept: keptIdx.length, failed: 0 });
+    expect(summary.rejectedByReason).toEqual(reasons);
+    expect(new Set(expected)).toEqual(new Set(['kept', 'answers_disagree', 'source_mismatch', 'unparseable_answer']));
+
+    // Every problem's row: its outcome and reason as scripted, a persona scenario holding the
+    // question, and 3 solutions from 3 distinct sample indices.
+    const { rows } = await sql.query(
+      `SELECT idx, kind, persona_id, scenario, solutions, answer, outcome, drop_reason, drop_detail
+         FROM reasoning_problems WHERE run_id = $1 ORDER BY idx`,
+      [handle.workflowId],
+    );
+    expect(rows).toHaveLength(seeds.length);
+    const sandbox = { install: locateSandbox() };
+    for (const row of rows) {
+      const outcome = expected[row.idx]!;
+      expect(row.outcome).toBe(outcome === 'kept' ? 'kept' : 'rejected');
+      expect(row.drop_reason).toBe(outcome === 'kept' ? null : outcome);
+      if (outcome !== 'kept') expect(row.drop_detail).toBeTruthy();
+      expect(row.kind).toBe(seeds[row.idx]!.kind);
+      expect(row.persona_id).toMatch(/^p\d+/);
+      expect(row.scenario).toContain(seeds[row.idx]!.question);
+      expect(row.scenario).not.toBe(seeds[row.idx]!.question);
+      expect(row.solutions.map((s: { sampleIndex: number }) => s.sampleIndex)).toEqual([0, 1, 2]);
+      if (outcome !== 'kept') continue;
+      // Kept: all answers equivalent to each other, as an independent check sees it.
+      const answers: string[] = row.solutions.map((s: { answer: string }) => s.answer);
+      if (row.kind === 'search') expect(new Set(answers.map(normalizeAnswer)).size).toBe(1);
+      else {
+        const verdicts = await verifyMath(sandbox, [
+          { gold: answers[0]!, answer: answers[1]! },
+          { gold: answers[0]!, answer: answers[2]! },
+          { gold: answers[1]!, answer: answers[2]! },
+        ]);
+        expect(verdicts.map((v) => v.equivalent)).toEqual([true, true, true]);
+      }
+      expect(new Set(answers).size).toBeGreaterThan(1); // written differently: not string equality
+    }
+    // Problems took the personas in turn.
+    expect(new Set(rows.map((r) => r.persona_id)).size).toBeGreaterThan(1);
+
+    // The ledger paid 1 rewrite and 3 solutions per problem, the solutions under sample indices 0-2.
+    const ledger = await sql.query(
+      `SELECT run_id, array_agg(sample_index ORDER BY sample_index) AS samples
+         FROM llm_calls WHERE run_id LIKE $1 GROUP BY run_id`,
+      [`${handle.workflowId}/problem-%`],
+    );
+    expect(ledger.rows).toHaveLength(seeds.length);
+    for (const row of ledger.rows) expect(row.samples).toEqual([0, 0, 1, 2]);
+    expect(models.stats.total).toBe(seeds.length * 4);
+
+    // The status query answers each problem's outcome after the run.
+    const lastIdx = seeds.length - 1;
+    expect(await handle.query(taskStageQuery, keptIdx[0]!)).toBe('kept');
+    expect(await handle.query(taskStageQuery, lastIdx)).toBe(expected[lastIdx] === 'kept' ? 'kept' : 'rejected');
+
+    // The run's report and the exported dataset.
+    const run = await sql.query('SELECT status, summary FROM runs WHERE run_id = $1', [handle.workflowId]);
+    expect(run.rows[0].status).toBe('completed');
+    const report = run.rows[0].summary;
+    expect(report.reasoning).toEqual({
+      problems: seeds.length,
+      kept: keptIdx.length,
+      rejected: seeds.length - keptIdx.length,
+      rejectedByReason: reasons,
+      seedLinesRefused: 0,
+    });
+    const exported = (await readFile(report.dataset.reasoningFile, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(exported.map((e) => e.source.question)).toEqual(keptIdx.map((i) => seeds[i]!.question));
+    for (const problem of exported) {
+      expect(problem.solutions).toHaveLength(3);
+      expect(problem.question).toContain(problem.source.question);
+      expect(problem.answer).toBe(problem.solutions[0].answer);
+    }
+
+    await recordHistory(handle.workflowId, 'synthesis-reasoning');
+  });
+
+  it('refuses a bad reasoning section at start, naming every bad field', async () => {
+    const handle = await tw.client.workflow.start('Synthesis', {
+      args: [
+        {
+          kind: 'Synthesis',
+          personas: { path: 'personas.jsonl' },
+          tasks: 0,
+          reasoning: { seeds: { offset: -1 }, problems: 0, solutions: 1, sources: 'hf' },
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId: `reasoning-bad-spec-${Date.now()}`,
+    });
+    const failure = await handle.result().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const message = String((failure as WorkflowFailedError).cause?.message);
+    for (const field of [
+      'reasoning.seeds.path',
+      'reasoning.seeds.offset',
+      'reasoning.problems',
+      'reasoning.solutions',
+      'reasoning: ',
+    ]) {
+      expect(message).toContain(field);
+    }
+    expect(message).toContain('sources');
+    // Nothing ran: no problem was loaded.
+    const loaded = await sql.query('SELECT count(*)::int AS n FROM reasoning_problems WHERE run_id = $1', [
+      handle.workflowId,
+    ]);
+    expect(loaded.rows[0].n).toBe(0);
+
+    // Without a reasoning section, a run of 0 tasks is refused too, naming tasks.
+    const empty = await tw.client.workflow.start('Synthesis', {
+      args: [{ kind: 'Synthesis', personas: { path: 'personas.jsonl' }, tasks: 0 }],
+      taskQueue: tw.taskQueue,
+      workflowId: `reasoning-no-tasks-${Date.now()}`,
+    });
+    const refused = await empty.result().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(String((refused as WorkflowFailedError).cause?.message)).toMatch(/tasks: must be at least 1/);
+  });
+});
