@@ -71,6 +71,12 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
       return {
         ...spec,
         personas: { ...spec.personas, path: path.resolve(baseDir, spec.personas.path) },
+        ...(spec.reasoning && {
+          reasoning: {
+            ...spec.reasoning,
+            seeds: { ...spec.reasoning.seeds, path: path.resolve(baseDir, spec.reasoning.seeds.path) },
+          },
+        }),
         templates: templates(spec.templates),
       };
     case 'ScalingStudy': {

@@ -72,5 +72,4 @@ export interface ReasoningSolution {
 
 /** What synthesizing one problem ended with. */
 export type ReasoningProblemResult =
-  | { readonly outcome: 'kept' }
-  | { readonly outcome: 'rejected'; readonly reason: ReasoningDropReason };
+  { readonly outcome: 'kept' } | { readonly outcome: 'rejected'; readonly reason: ReasoningDropReason };

@@ -162,7 +162,7 @@ export const SynthesisSpecSchema = z
           'several runs. 0 only with a reasoning section (reasoning problems alone).',
       ),
     reasoning: ReasoningSourceSchema.optional().describe(
-      'Math and search problems rewritten into persona scenarios and kept when the teacher\'s solutions agree (seed §3.4).',
+      "Math and search problems rewritten into persona scenarios and kept when the teacher's solutions agree (seed §3.4).",
     ),
     models: z
       .object({

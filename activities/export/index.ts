@@ -5,6 +5,7 @@ import type { ExportFormat } from '../../schemas/export-formats.js';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
 import { DatasetExportError } from '../synthesis/errors.js';
 import { exportDataset } from '../synthesis/export.js';
+import { exportReasoningProblems } from '../synthesis/reasoning-export.js';
 import { agentSystemPrompt } from '../world/index.js';
 import { renderDatasetCard, type CardProvenance } from './dataset-card.js';
 import { countKeptTasks, keptTasks, type KeptTask } from './kept-tasks.js';
@@ -72,6 +73,9 @@ export async function exportRunFormats(
     if (format === 'jsonl') {
       const written = await exportDataset(pool, runId, directory, context.agentSystemPrompt);
       Object.assign(files, { 'tasks.jsonl': written.tasksFile, 'verl.jsonl': written.verlFile });
+      // A run with a reasoning section: its kept problems too (README "Reasoning problems").
+      if (run.spec.reasoning)
+        files['reasoning.jsonl'] = (await exportReasoningProblems(pool, runId, directory)).file;
       rows = written.rows;
     } else if (format === 'verl-parquet') {
       const file = path.join(directory, 'verl.parquet');

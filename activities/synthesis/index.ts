@@ -10,14 +10,9 @@ import { locateSandbox, type SandboxInstall } from '../sandbox/index.js';
 import { createEpisodeRunner, type EpisodeSummary } from '../world/index.js';
 import { datasetDirectoryName, exportRunDataset } from './export.js';
 import { loadPersonas, type LoadPersonasInput } from './personas.js';
-import {
-  exportReasoningProblems,
-  loadReasoningSeeds,
-  reasoningReport,
-  synthesizeReasoningProblem,
-  type LoadSeedsInput,
-  type ReasoningProblemInput,
-} from './reasoning.js';
+import { exportReasoningProblems, reasoningReport } from './reasoning-export.js';
+import { loadReasoningSeeds, type LoadSeedsInput } from './reasoning-seeds.js';
+import { synthesizeReasoningProblem, type ReasoningProblemInput } from './reasoning.js';
 import { synthesisReport } from './report.js';
 import { createStageActivities } from './stages.js';
 

@@ -1,9 +1,6 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import type pg from 'pg';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
 import {
-  SeedProblemSchema,
   type ReasoningDropReason,
   type ReasoningProblemResult,
   type ReasoningSolution,
@@ -12,16 +9,12 @@ import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
 import { extractFinalAnswer } from '../correctness/extract.js';
 import { verifyMath, type MathPair } from '../correctness/math-verify.js';
 import { exactMatch } from '../correctness/search-match.js';
-import { resolveDataFile } from '../data-files.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
 import type { RunDependencies } from '../sandbox/index.js';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
-import { PersonaFileError, SynthesisStageError } from './errors.js';
-import { boundedLines, MAX_RECORDED_REFUSALS } from './personas.js';
-
-/** Longest seed line read, in bytes; longer lines are refused without being held in memory. */
-export const MAX_SEED_LINE_BYTES = 64 * 1024;
+import { SynthesisStageError } from './errors.js';
+import { problemIdOf } from './reasoning-seeds.js';
 /** Longest rewritten problem kept, in bytes (a longer one is a failed rewrite). */
 export const MAX_SCENARIO_BYTES = 16 * 1024;
 /** Longest solution read, in bytes (a longer one has no readable answer). */
@@ -35,104 +28,9 @@ const SOLVE_SYSTEM = 'You are a careful problem solver. You reason step by step 
 /** How each kind's final answer must be written, so the correctness extractor can read it. */
 const ANSWER_FORMAT: Record<ReasoningKind, string> = {
   math: 'End with the final answer alone inside \\boxed{}, e.g. \\boxed{42}.',
-  search: 'End with one line "Final answer: <the short answer>" (a name, date, number or phrase, no sentence).',
+  search:
+    'End with one line "Final answer: <the short answer>" (a name, date, number or phrase, no sentence).',
 };
-
-/** The id of problem `idx` of a run: its row's key and the ledger run id of its model calls. */
-export const problemIdOf = (runId: string, idx: number) => `${runId}/problem-${String(idx).padStart(5, '0')}`;
-
-/** What the seed loader is asked for. */
-export interface LoadSeedsInput {
-  readonly runId: string;
-  readonly path: string;
-  readonly offset: number;
-  /** Valid problems wanted after the offset. */
-  readonly limit: number;
-}
-
-/** What was loaded: counts only, the problems stay in PostgreSQL. */
-export interface LoadSeedsResult {
-  readonly loaded: number;
-  readonly rejected: number;
-  readonly rejectedByReason: Record<string, number>;
-}
-
-/** The reason a seed line is refused, or the problem it holds. */
-function checkSeedLine(text: string) {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return 'not JSON';
-  }
-  const parsed = SeedProblemSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return `${issue.path.join('.') || 'line'}: ${issue.message}`;
-  }
-  // PostgreSQL text cannot hold NUL.
-  if (`${parsed.data.question}${parsed.data.answer ?? ''}`.includes('\u0000')) return 'NUL character';
-  return parsed.data;
-}
-
-/**
- * Reads a seed JSONL file into `reasoning_problems` (valid lines, in order) and records every
- * refused line with its reason in `reasoning_seed_rejections`. Idempotent: a retry inserts nothing new.
- */
-export async function loadReasoningSeeds(pool: pg.Pool, input: LoadSeedsInput): Promise<LoadSeedsResult> {
-  const file = resolveDataFile(input.path, 'reasoning seed problems');
-  const chosen: { line: number; kind: string; question: string; answer: string | null }[] = [];
-  const refused: { line: number; reason: string }[] = [];
-  const rejectedByReason: Record<string, number> = {};
-  let rejected = 0;
-  const refuse = (line: number, reason: string) => {
-    rejected++;
-    rejectedByReason[reason] = (rejectedByReason[reason] ?? 0) + 1;
-    if (refused.length < MAX_RECORDED_REFUSALS) refused.push({ line, reason });
-  };
-  let validSeen = 0;
-  let lineNo = 0;
-  try {
-    for await (const text of boundedLines(file, MAX_SEED_LINE_BYTES)) {
-      lineNo++;
-      if (text === null) {
-        refuse(lineNo, `line longer than ${MAX_SEED_LINE_BYTES} bytes`);
-        continue;
-      }
-      if (text.trim() === '') continue;
-      const checked = checkSeedLine(text);
-      if (typeof checked === 'string') refuse(lineNo, checked);
-      else if (validSeen++ >= input.offset)
-        chosen.push({ line: lineNo, kind: checked.kind, question: checked.question, answer: checked.answer ?? null });
-      if (chosen.length >= input.limit) break;
-    }
-  } catch (error) {
-    throw new PersonaFileError(file, (error as Error).message, 'reasoning seed problems');
-  }
-  await pool.query(
-    `INSERT INTO reasoning_problems (problem_id, run_id, idx, line, kind, source_question, source_answer)
-     SELECT t.problem_id, $1, t.idx, t.line, t.kind, t.question, t.answer
-       FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[])
-            AS t(problem_id, idx, line, kind, question, answer)
-     ON CONFLICT DO NOTHING`,
-    [
-      input.runId,
-      chosen.map((_, i) => problemIdOf(input.runId, i)),
-      chosen.map((_, i) => i),
-      chosen.map((p) => p.line),
-      chosen.map((p) => p.kind),
-      chosen.map((p) => p.question),
-      chosen.map((p) => p.answer),
-    ],
-  );
-  await pool.query(
-    `INSERT INTO reasoning_seed_rejections (run_id, line, reason)
-     SELECT $1, t.line, t.reason FROM unnest($2::int[], $3::text[]) AS t(line, reason)
-     ON CONFLICT DO NOTHING`,
-    [input.runId, refused.map((r) => r.line), refused.map((r) => r.reason)],
-  );
-  return { loaded: chosen.length, rejected, rejectedByReason };
-}
 
 /** One problem to synthesize. */
 export interface ReasoningProblemInput {
@@ -300,7 +198,11 @@ async function judgeAgreement(
   }
   const listed = answers.map((a, i) => `${i}: ${JSON.stringify(a)}`).join('; ');
   if (!equivalent.slice(0, between.length).every(Boolean)) {
-    return { outcome: 'rejected', reason: 'answers_disagree', detail: `the final answers differ (${listed})` };
+    return {
+      outcome: 'rejected',
+      reason: 'answers_disagree',
+      detail: `the final answers differ (${listed})`,
+    };
   }
   if (!equivalent.slice(between.length).every(Boolean)) {
     return {
@@ -318,7 +220,8 @@ async function readProblem(pool: pg.Pool, problemId: string): Promise<ProblemRow
        FROM reasoning_problems WHERE problem_id = $1`,
     [problemId],
   );
-  if (!rows[0]) throw new SynthesisStageError(problemId, 'no such reasoning problem (its seeds were not loaded)');
+  if (!rows[0])
+    throw new SynthesisStageError(problemId, 'no such reasoning problem (its seeds were not loaded)');
   return rows[0];
 }
 
@@ -365,91 +268,4 @@ async function decide(
 function afterReasoning(text: string): string {
   const close = text.lastIndexOf('</think>');
   return close >= 0 ? text.slice(close + '</think>'.length) : text;
-}
-
-/** The reasoning part of a run's summary. */
-export interface ReasoningReport {
-  readonly problems: number;
-  readonly kept: number;
-  readonly rejected: number;
-  readonly rejectedByReason: Record<string, number>;
-  readonly seedLinesRefused: number;
-}
-
-/** Counts of a run's reasoning problems by outcome and drop reason; null when it has none. */
-export async function reasoningReport(pool: pg.Pool, runId: string): Promise<ReasoningReport | null> {
-  const { rows } = await pool.query<{ outcome: string; drop_reason: string | null; n: number }>(
-    `SELECT outcome, drop_reason, count(*)::int AS n FROM reasoning_problems
-      WHERE run_id = $1 GROUP BY outcome, drop_reason`,
-    [runId],
-  );
-  if (rows.length === 0) return null;
-  const refused = await pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM reasoning_seed_rejections WHERE run_id = $1`,
-    [runId],
-  );
-  const rejectedByReason: Record<string, number> = {};
-  let kept = 0;
-  let rejected = 0;
-  for (const row of rows) {
-    if (row.outcome === 'kept') kept += row.n;
-    if (row.outcome === 'rejected') {
-      rejected += row.n;
-      rejectedByReason[row.drop_reason!] = (rejectedByReason[row.drop_reason!] ?? 0) + row.n;
-    }
-  }
-  return {
-    problems: rows.reduce((sum, row) => sum + row.n, 0),
-    kept,
-    rejected,
-    rejectedByReason,
-    seedLinesRefused: refused.rows[0]!.n,
-  };
-}
-
-/** File name of the kept reasoning problems in a run's dataset directory. */
-export const REASONING_FILE = 'reasoning.jsonl';
-
-/**
- * Writes the run's kept reasoning problems, in index order, to `reasoning.jsonl` in `directory`
- * (written whole, then renamed into place): the scenario as the question, the agreed answer, the
- * persona, the seed it came from and the teacher's solutions. Returns the file and its rows.
- */
-export async function exportReasoningProblems(
-  pool: pg.Pool,
-  runId: string,
-  directory: string,
-): Promise<{ file: string; rows: number }> {
-  const { rows } = await pool.query<{
-    problem_id: string;
-    kind: string;
-    persona_id: string;
-    scenario: string;
-    answer: string;
-    source_question: string;
-    source_answer: string | null;
-    solutions: ReasoningSolution[];
-  }>(
-    `SELECT problem_id, kind, persona_id, scenario, answer, source_question, source_answer, solutions
-       FROM reasoning_problems WHERE run_id = $1 AND outcome = 'kept' ORDER BY idx`,
-    [runId],
-  );
-  await mkdir(directory, { recursive: true });
-  const file = path.join(directory, REASONING_FILE);
-  const text = rows
-    .map((row) =>
-      JSON.stringify({
-        id: row.problem_id,
-        kind: row.kind,
-        persona_id: row.persona_id,
-        question: row.scenario,
-        answer: row.answer,
-        source: { question: row.source_question, answer: row.source_answer },
-        solutions: row.solutions,
-      }),
-    )
-    .join('\n');
-  await writeFile(`${file}.partial`, rows.length > 0 ? `${text}\n` : '');
-  await rename(`${file}.partial`, file);
-  return { file, rows: rows.length };
 }

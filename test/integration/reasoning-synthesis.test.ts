@@ -5,6 +5,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { normalizeAnswer } from '../../activities/correctness/normalize.js';
+import { exportRunFormats } from '../../activities/export/index.js';
 import { verifyMath } from '../../activities/correctness/math-verify.js';
 import { locateSandbox } from '../../activities/sandbox/index.js';
 import { REPO_ROOT } from '../../deploy/paths.js';
@@ -75,9 +76,10 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
     // Pause once a problem is decided: no problem is decided while paused once in-flight ones end.
     const decided = async () =>
       (
-        await sql.query(`SELECT count(*)::int AS n FROM reasoning_problems WHERE run_id = $1 AND outcome <> 'pending'`, [
-          handle.workflowId,
-        ])
+        await sql.query(
+          `SELECT count(*)::int AS n FROM reasoning_problems WHERE run_id = $1 AND outcome <> 'pending'`,
+          [handle.workflowId],
+        )
       ).rows[0].n as number;
     await eventually(async () => (await decided()) > 0);
     await handle.signal(pauseSignal);
@@ -95,7 +97,9 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
     const summary = await handle.result();
     expect(summary).toMatchObject({ tasks: seeds.length, kept: keptIdx.length, failed: 0 });
     expect(summary.rejectedByReason).toEqual(reasons);
-    expect(new Set(expected)).toEqual(new Set(['kept', 'answers_disagree', 'source_mismatch', 'unparseable_answer']));
+    expect(new Set(expected)).toEqual(
+      new Set(['kept', 'answers_disagree', 'source_mismatch', 'unparseable_answer']),
+    );
 
     // Every problem's row: its outcome and reason as scripted, a persona scenario holding the
     // question, and 3 solutions from 3 distinct sample indices.
@@ -146,7 +150,9 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
     // The status query answers each problem's outcome after the run.
     const lastIdx = seeds.length - 1;
     expect(await handle.query(taskStageQuery, keptIdx[0]!)).toBe('kept');
-    expect(await handle.query(taskStageQuery, lastIdx)).toBe(expected[lastIdx] === 'kept' ? 'kept' : 'rejected');
+    expect(await handle.query(taskStageQuery, lastIdx)).toBe(
+      expected[lastIdx] === 'kept' ? 'kept' : 'rejected',
+    );
 
     // The run's report and the exported dataset.
     const run = await sql.query('SELECT status, summary FROM runs WHERE run_id = $1', [handle.workflowId]);
@@ -170,7 +176,22 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
       expect(problem.answer).toBe(problem.solutions[0].answer);
     }
 
-    await recordHistory(handle.workflowId, 'synthesis-reasoning');
+    // mockworld export's jsonl format writes the same file beside tasks.jsonl.
+    const pool = new pg.Pool({ connectionString: db.url });
+    try {
+      const out = path.join(dir, 'export');
+      const formats = await exportRunFormats(pool, handle.workflowId, out, ['jsonl']);
+      expect(formats.files['reasoning.jsonl']).toBe(path.join(out, 'reasoning.jsonl'));
+      expect(await readFile(formats.files['reasoning.jsonl']!, 'utf8')).toBe(
+        await readFile(report.dataset.reasoningFile, 'utf8'),
+      );
+    } finally {
+      await pool.end();
+    }
+
+    // The first run (seeds loaded, paused and resumed) and the last (the rest, the export).
+    await recordHistory(handle.workflowId, 'synthesis-reasoning-first-run', handle.firstExecutionRunId);
+    await recordHistory(handle.workflowId, 'synthesis-reasoning-last-run');
   });
 
   it('refuses a bad reasoning section at start, naming every bad field', async () => {

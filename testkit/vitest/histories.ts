@@ -21,7 +21,7 @@ export interface RecordedHistory {
  * server as `test/histories/<name>.json`, in the Temporal CLI's JSON format (commit it after a
  * deliberate workflow change). Otherwise a no-op.
  */
-export async function recordHistory(workflowId: string, name: string): Promise<void> {
+export async function recordHistory(workflowId: string, name: string, runId?: string): Promise<void> {
   if (process.env.MOCKWORLD_RECORD_HISTORIES !== '1') return;
   const { stdout } = await exec(
     inject('temporalCli'),
@@ -30,6 +30,8 @@ export async function recordHistory(workflowId: string, name: string): Promise<v
       'show',
       '--workflow-id',
       workflowId,
+      // One run of a chain that continued as new (its first, say); default: the latest.
+      ...(runId ? ['--run-id', runId] : []),
       '--address',
       inject('temporalAddress'),
       '--output',
