@@ -16,6 +16,7 @@ import {
   GrpoStepMetricsSchema,
   SftStepMetricsSchema,
 } from './trainer-step.js';
+import { TrackIterationInputSchema, TrackIterationResultSchema } from './trainer-tracking.js';
 
 /**
  * `ApplicationError.type`s of trainer failures that the same request would hit again
@@ -81,6 +82,7 @@ export const TRAINER_ACTIVITIES = {
   'trainer.saveCheckpoint': { input: SaveCheckpointInputSchema, output: SaveCheckpointResultSchema },
   'trainer.registerRun': { input: RegisterRunInputSchema, output: PolicyResultSchema },
   'trainer.latestPolicy': { input: LatestPolicyInputSchema, output: PolicyResultSchema },
+  'trainer.trackIteration': { input: TrackIterationInputSchema, output: TrackIterationResultSchema },
 } as const;
 
 export type TrainerActivityName = keyof typeof TRAINER_ACTIVITIES;

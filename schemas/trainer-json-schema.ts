@@ -29,6 +29,7 @@ const ACTIVITY_FILES: Record<keyof typeof TRAINER_ACTIVITIES, { input: string; o
   'trainer.saveCheckpoint': { input: 'save-checkpoint-input', output: 'save-checkpoint-result' },
   'trainer.registerRun': { input: 'register-run-input', output: 'policy-result' },
   'trainer.latestPolicy': { input: 'latest-policy-input', output: 'policy-result' },
+  'trainer.trackIteration': { input: 'track-iteration-input', output: 'track-iteration-result' },
 };
 
 /** Parts the trainer validates on their own: a model spec (`--base`, run.json), a config, a batch. */

@@ -1,4 +1,4 @@
-import { executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { executeChild, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
@@ -6,6 +6,7 @@ import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls.js';
 import { GrpoGroup } from './grpo-group.js';
+import { trackingConfig } from './grpo-tracking.js';
 import { continueRun, linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { trainerActivities } from './trainer.js';
@@ -218,6 +219,15 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
         policyVersion: `step-${policyStep}`,
         metrics: latestMetrics,
       });
+      if (patched('track-iteration-metrics')) {
+        // The same metrics to the trainer's experiment trackers (TensorBoard, W&B, MLflow), at the step.
+        await trainer['trainer.trackIteration']({
+          run_id: runId,
+          step: policyStep,
+          metrics: latestMetrics,
+          config: trackingConfig(spec),
+        });
+      }
       iteration++;
       control.progress(iteration, `iteration ${iteration} done`);
     }

@@ -1,10 +1,10 @@
 /**
  * A STAND-IN for the GPU trainer step, registered by the GRPO benchmarks on a run's GPU task
  * queue, in the bench process: a TypeScript implementation of the `trainer.grpoStep`,
- * `trainer.saveCheckpoint` and `trainer.registerRun` activity names. It reads the step's batch
- * from `trainer_batches` by its reference, checks it and records the step (record.json per step in
- * a checkpoint dir, step n only after n-1, a repeated step replayed), but computes no gradient:
- * the benchmarks measure the orchestration, not the trainer.
+ * `trainer.saveCheckpoint`, `trainer.registerRun` and `trainer.trackIteration` activity names.
+ * It reads the step's batch from `trainer_batches` by its reference, checks it and records the
+ * step (record.json per step in a checkpoint dir, step n only after n-1, a repeated step
+ * replayed), but computes no gradient: the benchmarks measure the orchestration, not the trainer.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -104,6 +104,10 @@ export function standInTrainerActivities(databaseUrl: string, checkpointDir: str
     /** The stand-in keeps no weights, so there is no model to record: the step it reports is all. */
     async 'trainer.registerRun'(input: { run_id: string }) {
       return { run_id: input.run_id, step: await latestStep(input.run_id) };
+    },
+    /** No experiment tracker in the bench: the call is answered, nothing is written. */
+    async 'trainer.trackIteration'(input: { run_id: string; step: number }) {
+      return { run_id: input.run_id, step: input.step, written: false };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -36,6 +36,7 @@ describe('GRPO training in the mock world', () => {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
       MOCKWORLD_CHECKPOINT_DIR: path.join(dir, 'checkpoints'),
+      MOCKWORLD_TENSORBOARD_DIR: path.join(dir, 'tensorboard'),
       MOCKWORLD_TRAINER_DEVICE: 'cpu',
       DATABASE_URL: db.url,
     };
@@ -173,6 +174,33 @@ describe('GRPO training in the mock world', () => {
     expect(
       (await readFile(plot, 'utf8')).match(/aria-roledescription="point"/g)!.length,
     ).toBeGreaterThanOrEqual(3);
+
+    // Experiment tracking: the run's TensorBoard events hold the trainer's step metrics and the
+    // iteration metrics the viewer shows (tags are stored as plain strings), each step written once.
+    const board = path.join(dir, 'tensorboard', runId);
+    const eventFiles = (await readdir(board)).filter((f) => f.startsWith('events.out.tfevents.'));
+    expect(eventFiles.length).toBeGreaterThan(0);
+    const events = (await Promise.all(eventFiles.map((f) => readFile(path.join(board, f), 'latin1')))).join(
+      '',
+    );
+    for (const tag of [
+      'trainer.loss',
+      'trainer.clip_frac',
+      'rewardMean',
+      'subGoalFraction',
+      'evaluation.rewardMean',
+    ])
+      expect(events).toContain(tag);
+    expect((await readdir(path.join(board, '.tracked'))).sort()).toEqual([
+      'iteration-00000001',
+      'iteration-00000002',
+      'iteration-00000003',
+      'iteration-config',
+      'trainer-00000001',
+      'trainer-00000002',
+      'trainer-00000003',
+      'trainer-config',
+    ]);
     await recordHistory(runId, 'grpo-training-3-iterations');
     await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group');
   });

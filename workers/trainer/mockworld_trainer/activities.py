@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 
 from . import contract
 from .errors import TrainerError
+from .tracking import Tracker, flat_config, numeric_leaves
 from .trainer import Trainer
 
 
@@ -86,13 +87,15 @@ def _input(activity: str, data: Any) -> dict[str, Any]:
 class TrainerActivities:
     """The trainer activities, bound to one Trainer (one model in memory, one step at a time)."""
 
-    def __init__(self, trainer: Trainer | None = None) -> None:
+    def __init__(self, trainer: Trainer | None = None, tracker: Tracker | None = None) -> None:
         self.trainer = trainer or Trainer()
+        # Experiment tracking (tracking.py): this process alone writes it (rank 0 of a group).
+        self.tracker = tracker or Tracker()
 
     def _step(self, data: Any, kind: str) -> dict[str, Any]:
         d = _input(f"trainer.{kind}Step", data)
         with Heartbeater() as beat:
-            return self.trainer.train_step(
+            result = self.trainer.train_step(
                 d["run_id"],
                 d["step"],
                 d["batch_ref"],
@@ -101,6 +104,15 @@ class TrainerActivities:
                 config=d.get("config"),
                 progress=beat,
             )
+            # Written once per step (a replay finds it tracked); a failing backend is a warning only.
+            self.tracker.track(
+                result["run_id"],
+                result["step"],
+                "trainer",
+                numeric_leaves(result["metrics"], "trainer"),
+                flat_config({"kind": kind, "model": d.get("model"), "step_config": d.get("config")}, "trainer"),
+            )
+            return result
 
     @activity.defn(name="trainer.grpoStep")
     @_non_retryable
@@ -135,5 +147,23 @@ class TrainerActivities:
         d = _input("trainer.latestPolicy", data)
         return self.trainer.latest_policy(d["run_id"])
 
+    @activity.defn(name="trainer.trackIteration")
+    @_non_retryable
+    def track_iteration(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An iteration's metrics as the viewer stores them, at its step, to the run's trackers."""
+        d = _input("trainer.trackIteration", data)
+        metrics = {k: v for k, v in d["metrics"].items() if k not in ("iteration", "trainer")}
+        written = self.tracker.track(
+            d["run_id"], d["step"], "iteration", numeric_leaves(metrics), flat_config(d.get("config") or {}, "run")
+        )
+        return {"run_id": d["run_id"], "step": d["step"], "written": written}
+
     def all(self) -> list[Callable[..., Any]]:
-        return [self.grpo_step, self.sft_step, self.save_checkpoint, self.register_run, self.latest_policy]
+        return [
+            self.grpo_step,
+            self.sft_step,
+            self.save_checkpoint,
+            self.register_run,
+            self.latest_policy,
+            self.track_iteration,
+        ]

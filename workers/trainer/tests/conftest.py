@@ -17,6 +17,16 @@ from mockworld_trainer.checkpoint import CheckpointStore  # noqa: E402
 from mockworld_trainer.trainer import Trainer  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def tracking_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Experiment tracking (on by default: TensorBoard) writes under the test's directory, never ~."""
+    root = tmp_path / "tensorboard"
+    monkeypatch.setenv("MOCKWORLD_TENSORBOARD_DIR", str(root))
+    for name in ("WANDB_PROJECT", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(name, raising=False)
+    return root
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> CheckpointStore:
     return CheckpointStore(tmp_path / "checkpoints", keep_last=2)

@@ -50,6 +50,7 @@ def test_the_activities_are_registered_under_the_names_of_the_contract():
         "trainer.saveCheckpoint",
         "trainer.registerRun",
         "trainer.latestPolicy",
+        "trainer.trackIteration",
     ]
 
 

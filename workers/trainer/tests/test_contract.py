@@ -30,6 +30,7 @@ def test_every_contract_file_is_a_valid_json_schema_and_names_its_activities():
         "trainer.saveCheckpoint",
         "trainer.registerRun",
         "trainer.latestPolicy",
+        "trainer.trackIteration",
     }
     for files in contract.activities().values():
         for file in files.values():
