@@ -10,6 +10,16 @@ export interface PythonProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/**
+ * Experiment tracking is on by default (TensorBoard under $MOCKWORLD_HOME/tensorboard): a test's
+ * trainer with its own checkpoint directory writes it beside that directory, never under ~/.mockworld.
+ */
+function trackingBesideCheckpoints(env: Record<string, string>): Record<string, string> {
+  const checkpoints = env.MOCKWORLD_CHECKPOINT_DIR;
+  if (!checkpoints || env.MOCKWORLD_HOME || env.MOCKWORLD_TENSORBOARD_DIR) return {};
+  return { MOCKWORLD_TENSORBOARD_DIR: path.join(path.dirname(checkpoints), 'tensorboard') };
+}
+
 /** Starts `python -m <module> ...args` from `.venv-trainer`, waiting for a line matching `ready`. */
 export function startPython(
   module: string,
@@ -19,7 +29,7 @@ export function startPython(
 ): PythonProcess {
   const child = spawn(path.join(REPO_ROOT, '.venv-trainer', 'bin', 'python'), ['-m', module, ...args], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...trackingBesideCheckpoints(env), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
