@@ -8,10 +8,13 @@ import type { Reply, ScriptedRequest } from './model-server.js';
  * differently (so agreement needs math-verify or normalization, not string equality); some are
  * scripted to be dropped, one for each reason that needs no failing model.
  */
-interface Plan {
+export interface Plan {
   readonly responses: readonly string[];
   /** What the run must end with for this problem. */
-  readonly expected: 'kept' | 'answers_disagree' | 'source_mismatch' | 'unparseable_answer';
+  readonly expected:
+    'kept' | 'answers_disagree' | 'source_mismatch' | 'unparseable_answer' | 'rewrite_failed';
+  /** The teacher's rewrite comes back empty (the problem is dropped before any solution). */
+  readonly emptyRewrite?: boolean;
 }
 
 const boxed = (answer: string) => `Working it through step by step gives the result.\n\n\\boxed{${answer}}`;
@@ -71,20 +74,33 @@ export const REASONING_PLANS: Readonly<Record<string, Plan>> = {
 
 const text = (content: unknown) => (typeof content === 'string' ? content : JSON.stringify(content ?? ''));
 
-/** A scripted teacher: call it with every request of the model server (it keeps the solve counts). */
-export function reasoningScript(): (request: ScriptedRequest) => Reply {
+/** Whether a request is one of reasoning synthesis (a rewrite or a solution), by its prompt. */
+export function isReasoningRequest(request: ScriptedRequest): boolean {
+  const prompt = text(request.body.messages.at(-1)?.content);
+  return prompt.startsWith('Rewrite the problem below') || prompt.startsWith('Solve the following');
+}
+
+/**
+ * A scripted teacher over {@link REASONING_PLANS} and `extra` plans: call it with every reasoning
+ * request of the model server (it keeps the solve counts).
+ */
+export function reasoningScript(
+  extra: Readonly<Record<string, Plan>> = {},
+): (request: ScriptedRequest) => Reply {
+  const plans = { ...REASONING_PLANS, ...extra };
   const solved = new Map<string, number>();
   return (request) => {
     const prompt = text(request.body.messages.at(-1)?.content);
-    const question = Object.keys(REASONING_PLANS).find((q) => prompt.includes(q));
+    const question = Object.keys(plans).find((q) => prompt.includes(q));
     if (question === undefined) throw new Error(`no scripted reasoning problem in: ${prompt.slice(0, 200)}`);
     if (prompt.startsWith('Rewrite the problem below')) {
+      if (plans[question]!.emptyRewrite) return '';
       const persona = /The person:\n(.*)\n/.exec(prompt)?.[1] ?? 'someone';
       return `I am ${persona.replace(/^An? /, 'a ').replace(/\.$/, '')}. Could you help me with this? ${question}`;
     }
     const n = solved.get(question) ?? 0;
     solved.set(question, n + 1);
-    const plan = REASONING_PLANS[question]!;
+    const plan = plans[question]!;
     return plan.responses[n % plan.responses.length]!;
   };
 }

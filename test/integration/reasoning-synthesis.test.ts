@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -13,12 +13,16 @@ import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls
 import { taskStageQuery } from '../../workflows/synthesis-controls.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
-import { REASONING_PLANS, reasoningScript } from '../../testkit/reasoning-script.js';
+import { isReasoningRequest, REASONING_PLANS, reasoningScript } from '../../testkit/reasoning-script.js';
+import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../../testkit/synthesis-script.js';
 import { recordHistory } from '../../testkit/vitest/histories.js';
 import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
 /** The shipped seed file, in file order, and what the scripted teacher makes of each problem. */
 const SEEDS_FILE = path.join(REPO_ROOT, 'examples', 'reasoning', 'seeds.jsonl');
+
+/** A problem of the mixed run whose rewrite comes back empty. */
+const EMPTY_REWRITE = 'What is 6 times 7?';
 
 describe('reasoning problems as a synthesis source, on the real stack', () => {
   let db: TestDatabase;
@@ -36,7 +40,15 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
       .split('\n')
       .map((line) => JSON.parse(line));
     db = await createTestDatabase();
-    models = await startModelServer({ script: reasoningScript(), latencyMs: 20 });
+    // Reasoning prompts go to the reasoning script, the rest (the mixed run's tool-use tasks) to
+    // the synthesis script.
+    const reasoning = reasoningScript({
+      [EMPTY_REWRITE]: { responses: ['\\boxed{42}'], expected: 'rewrite_failed', emptyRewrite: true },
+    });
+    models = await startModelServer({
+      script: (request) => (isReasoningRequest(request) ? reasoning(request) : synthesisScript(request)),
+      latencyMs: 20,
+    });
     tw = await startTestWorker(inject('temporalAddress'), db.url);
     sql = new pg.Client({ connectionString: db.url });
     await sql.connect();
@@ -240,5 +252,84 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
       (error: unknown) => error,
     );
     expect(String((refused as WorkflowFailedError).cause?.message)).toMatch(/tasks: must be at least 1/);
+  });
+
+  it('runs tool-use tasks and reasoning problems in one run, refusing bad seed lines with reasons', async () => {
+    await writeFile(path.join(dir, 'mixed-personas.jsonl'), scriptedPersonas(2));
+    const line = (value: unknown) => JSON.stringify(value);
+    await writeFile(
+      path.join(dir, 'mixed-seeds.jsonl'),
+      [
+        line({ kind: 'search', question: 'In which city is the Eiffel Tower?', answer: 'Paris' }),
+        '{not json',
+        line({ kind: 'physics', question: 'How fast does light travel?' }),
+        line({ kind: 'math', question: EMPTY_REWRITE, answer: '42' }),
+        line({ kind: 'math', question: 'What is the remainder when 2^10 is divided by 7?', answer: '2' }),
+        line({ kind: 'math', question: EMPTY_REWRITE, answer: '42', source: 'somewhere' }),
+      ].join('\n'),
+    );
+    const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
+    const handle = await tw.client.workflow.start('Synthesis', {
+      args: [
+        {
+          kind: 'Synthesis',
+          name: 'mixed-e2e',
+          personas: { path: path.join(dir, 'mixed-personas.jsonl') },
+          tasks: 2,
+          reasoning: { seeds: { path: path.join(dir, 'mixed-seeds.jsonl') }, problems: 10 },
+          demonstrationsPerTask: 2,
+          maxTurns: 6,
+          concurrency: 3,
+          tasksPerWorkflowRun: 2, // 5 units: continues as new twice, tool tasks first
+          models: { teacher: role, toolSimulator: role, userSimulator: role, rubricExtractor: role },
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId: `reasoning-mixed-${Date.now()}`,
+    });
+    const summary = await handle.result();
+    const toolOutcomes = [scriptedOutcome(0), scriptedOutcome(1)];
+    const reasons: Record<string, number> = { answers_disagree: 1, rewrite_failed: 1 };
+    for (const outcome of toolOutcomes)
+      if (outcome !== 'kept') reasons[outcome] = (reasons[outcome] ?? 0) + 1;
+    const toolKept = toolOutcomes.filter((o) => o === 'kept').length;
+    expect(summary).toMatchObject({ tasks: 5, kept: toolKept + 1, rejected: 4 - toolKept, failed: 0 });
+    expect(summary.rejectedByReason).toEqual(reasons);
+
+    const tasks = await sql.query('SELECT idx, stage FROM tasks WHERE run_id = $1 ORDER BY idx', [
+      handle.workflowId,
+    ]);
+    expect(tasks.rows.map((r) => r.idx)).toEqual([0, 1]);
+    const problems = await sql.query(
+      `SELECT idx, line, persona_id, scenario, solutions, outcome, drop_reason
+         FROM reasoning_problems WHERE run_id = $1 ORDER BY idx`,
+      [handle.workflowId],
+    );
+    expect(problems.rows.map((r) => [r.line, r.outcome, r.drop_reason])).toEqual([
+      [1, 'kept', null],
+      [4, 'rejected', 'rewrite_failed'],
+      [5, 'rejected', 'answers_disagree'],
+    ]);
+    expect(problems.rows.map((r) => r.persona_id)).toEqual(['p0', 'p1', 'p0']);
+    // The failed rewrite was not solved: one call in the ledger, no scenario, no solutions.
+    expect(problems.rows[1]).toMatchObject({ scenario: null, solutions: [] });
+    const calls = await sql.query('SELECT count(*)::int AS n FROM llm_calls WHERE run_id = $1', [
+      `${handle.workflowId}/problem-00001`,
+    ]);
+    expect(calls.rows[0].n).toBe(1);
+
+    const refused = await sql.query(
+      'SELECT line, reason FROM reasoning_seed_rejections WHERE run_id = $1 ORDER BY line',
+      [handle.workflowId],
+    );
+    expect(refused.rows.map((r) => r.line)).toEqual([2, 3, 6]);
+    expect(refused.rows[0].reason).toBe('not JSON');
+    expect(refused.rows[1].reason).toMatch(/^kind: /);
+    expect(refused.rows[2].reason).toMatch(/source/);
+
+    const run = await sql.query('SELECT summary FROM runs WHERE run_id = $1', [handle.workflowId]);
+    expect(run.rows[0].summary.reasoning).toMatchObject({ problems: 3, kept: 1, seedLinesRefused: 3 });
+    expect(run.rows[0].summary.dataset.rows).toBe(toolKept);
+    expect(run.rows[0].summary.dataset.reasoningRows).toBe(1);
   });
 });
