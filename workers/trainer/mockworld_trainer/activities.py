@@ -9,7 +9,8 @@ Errors that retrying cannot fix are ``ApplicationError`` with ``non_retryable=Tr
 the contract's error types (errors.py); anything else (CUDA out of memory, an unreachable database,
 a killed process) is an ordinary, retryable failure. Long steps heartbeat step-heartbeat.json
 between micro-batches and from a background thread every heartbeat_timeout / 3 (10 s when none is
-set), so that a slow save still heartbeats.
+set), so that a slow save still heartbeats. Steps and ``trainer.trackIteration`` feed the experiment
+trackers (tracking.py), whose failures are warnings, never a failed activity.
 """
 
 from __future__ import annotations
@@ -153,9 +154,10 @@ class TrainerActivities:
         """An iteration's metrics as the viewer stores them, at its step, to the run's trackers."""
         d = _input("trainer.trackIteration", data)
         metrics = {k: v for k, v in d["metrics"].items() if k not in ("iteration", "trainer")}
-        written = self.tracker.track(
-            d["run_id"], d["step"], "iteration", numeric_leaves(metrics), flat_config(d.get("config") or {}, "run")
-        )
+        with Heartbeater():  # a slow tracker (W&B's first contact) must not time the call out
+            written = self.tracker.track(
+                d["run_id"], d["step"], "iteration", numeric_leaves(metrics), flat_config(d.get("config") or {}, "run")
+            )
         return {"run_id": d["run_id"], "step": d["step"], "written": written}
 
     def all(self) -> list[Callable[..., Any]]:
