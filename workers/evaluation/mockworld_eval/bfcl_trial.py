@@ -24,17 +24,23 @@ from .outcome import InputError, Outcome, endpoint_key
 INSTANCE_NAME = "mockworld_policy"
 
 
-def load_entry(category: str, task_id: str) -> tuple[dict, list]:
-    """The entry as BFCL's generation loads it (function docs populated, holdout functions split off)
-    and its ground truth."""
+def load_entries(category: str) -> tuple[dict[str, dict], dict[str, list]]:
+    """Every entry of the category as BFCL's generation loads it (function docs populated, holdout
+    functions split off), and every ground truth, by entry id."""
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
     if category not in BFCL_CATEGORIES:
         raise InputError(f"BFCL category {category!r} is not one of {', '.join(BFCL_CATEGORIES)}")
     entries = {e["id"]: e for e in load_dataset_entry(category)}
+    truth = {e["id"]: e["ground_truth"] for e in load_ground_truth_entry(category)}
+    return entries, truth
+
+
+def load_entry(category: str, task_id: str) -> tuple[dict, list]:
+    """One entry, as load_entries loads it, and its ground truth."""
+    entries, truth = load_entries(category)
     if task_id not in entries:
         raise InputError(f"BFCL {category} has no entry {task_id!r} ({len(entries)} entries)")
-    truth = {e["id"]: e["ground_truth"] for e in load_ground_truth_entry(category)}
     return entries[task_id], truth[task_id]
 
 

@@ -38,7 +38,8 @@ def task_key(benchmark: str, group: str, task_id: str, trial: int) -> str:
 # --- BFCL -------------------------------------------------------------------------------------------
 
 
-def _parameter_names(involved_classes: list[str]) -> dict[str, list[str]]:
+@functools.cache
+def _parameter_names(involved_classes: tuple[str, ...]) -> dict[str, list[str]]:
     """Positional parameters of every method of the entry's environment classes (the ground truth
     writes some calls positionally, e.g. sort('final_report.pdf'))."""
     from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
@@ -64,14 +65,8 @@ def bfcl_call(text: str, parameters: dict[str, list[str]]) -> dict:
     return {"name": name, "arguments": arguments}
 
 
-def bfcl_plan(category: str, task_id: str, drop_last_call_of_turn: Optional[int] = None) -> dict:
-    """The ground truth of one entry as a plan; `drop_last_call_of_turn` leaves out that turn's last call
-    (-1: the last turn that has calls)."""
-    environment.prepare()
-    from .bfcl_trial import load_entry
-
-    entry, truth = load_entry(category, task_id)
-    parameters = _parameter_names(entry["involved_classes"])
+def _bfcl_plan_of(entry: dict, truth: list, drop_last_call_of_turn: Optional[int]) -> dict:
+    parameters = _parameter_names(tuple(entry["involved_classes"]))
     turns = [[bfcl_call(call, parameters) for call in turn] for turn in truth]
     if drop_last_call_of_turn is not None:
         index = drop_last_call_of_turn
@@ -84,6 +79,27 @@ def bfcl_plan(category: str, task_id: str, drop_last_call_of_turn: Optional[int]
         total += max(1, sum(1 for m in messages if m.get("role") == "user"))
         user_messages.append(total)
     return {"kind": "bfcl", "turns": turns, "userMessages": user_messages}
+
+
+def bfcl_plan(category: str, task_id: str, drop_last_call_of_turn: Optional[int] = None) -> dict:
+    """The ground truth of one entry as a plan; `drop_last_call_of_turn` leaves out that turn's last call
+    (-1: the last turn that has calls)."""
+    environment.prepare()
+    from .bfcl_trial import load_entry
+
+    entry, truth = load_entry(category, task_id)
+    return _bfcl_plan_of(entry, truth, drop_last_call_of_turn)
+
+
+def bfcl_plans(category: str, task_ids: Optional[list[str]] = None) -> dict[str, dict]:
+    """The plans of many entries of a category (all of them by default), by task id: the category's
+    entries and ground truth are loaded once (bfcl_trial.load_entries), not once per entry."""
+    environment.prepare()
+    from .bfcl_trial import load_entries
+
+    entries, truths = load_entries(category)
+    wanted = task_ids if task_ids is not None else list(entries)
+    return {task_id: _bfcl_plan_of(entries[task_id], truths[task_id], None) for task_id in wanted}
 
 
 # --- tau2 -------------------------------------------------------------------------------------------
@@ -159,8 +175,8 @@ def main(argv: list[str]) -> int:
         return 2
     benchmark, group, ids = argv[0], argv[1], argv[2:]
     plans: dict[str, Any] = {}
-    for task_id in ids:
-        plan = bfcl_plan(group, task_id) if benchmark == "bfcl" else tau2_plan(group, task_id)
+    by_id = bfcl_plans(group, ids) if benchmark == "bfcl" else {t: tau2_plan(group, t) for t in ids}
+    for task_id, plan in by_id.items():
         for trial in range(trials):
             plans[task_key(benchmark, group, task_id, trial)] = plan
     print(json.dumps(plans))
