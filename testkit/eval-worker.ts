@@ -12,15 +12,27 @@ export interface EvalWorkerProcess {
   readonly child: ChildProcess;
   /** Everything it printed so far (for failure messages). */
   log(): string;
+  /**
+   * Signals the worker (with `processGroup`: its whole process group, the trial processes it forked
+   * included) and waits for the worker to exit.
+   */
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `python -m mockworld_eval.worker` and waits until it polls its task queue. */
-export async function startEvalWorker(env: Record<string, string>): Promise<EvalWorkerProcess> {
+/**
+ * Starts `python -m mockworld_eval.worker` and waits until it polls its task queue. `processGroup`
+ * starts it in a process group of its own (id: its PID), so that `kill` reaches the forkserver and
+ * the trial processes too, as a node failure would.
+ */
+export async function startEvalWorker(
+  env: Record<string, string>,
+  options: { processGroup?: boolean } = {},
+): Promise<EvalWorkerProcess> {
   const child = spawn(PYTHON, ['-m', 'mockworld_eval.worker'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.processGroup === true,
   });
   let log = '';
   await new Promise<void>((resolve, reject) => {
@@ -45,7 +57,8 @@ export async function startEvalWorker(env: Record<string, string>): Promise<Eval
     async kill(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill(signal);
+      if (options.processGroup && child.pid !== undefined) process.kill(-child.pid, signal);
+      else child.kill(signal);
       await gone;
     },
   };
