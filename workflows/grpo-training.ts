@@ -1,4 +1,4 @@
-import { executeChild, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
@@ -219,15 +219,13 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
         policyVersion: `step-${policyStep}`,
         metrics: latestMetrics,
       });
-      if (patched('track-iteration-metrics')) {
-        // The same metrics to the trainer's experiment trackers (TensorBoard, W&B, MLflow), at the step.
-        await trainer['trainer.trackIteration']({
-          run_id: runId,
-          step: policyStep,
-          metrics: latestMetrics,
-          config: trackingConfig(spec),
-        });
-      }
+      // The same metrics to the trainer's experiment trackers (TensorBoard, W&B, MLflow), at the step.
+      await trainer['trainer.trackIteration']({
+        run_id: runId,
+        step: policyStep,
+        metrics: latestMetrics,
+        config: trackingConfig(spec),
+      });
       iteration++;
       control.progress(iteration, `iteration ${iteration} done`);
     }
