@@ -63,7 +63,8 @@ ASSUMPTIONS = [
     "fsdp-full: fp32 master weights + fp32 gradients + fp32 AdamW m and v = 16 B/param, sharded over the node "
     "(FSDP2), bf16 compute; plus two gathered bf16 layers (the one computing and the one prefetched)",
     "single-bf16: today's one-GPU path with dtype bfloat16: weights, gradients, m, v all bf16 = 8 B/param, unsharded",
-    f"fsdp-lora: frozen bf16 base sharded (2 B/param / N) + LoRA r={LORA_R} on all projections at 16 B/param",
+    f"fsdp-lora: frozen bf16 base sharded (2 B/param / N) + LoRA r={LORA_R} on all projections at 16 B/param; "
+    "what sharding would allow, not run yet: the trainer trains a LoRA run in one process and a group refuses one",
     "activations with activation checkpointing: each layer keeps its bf16 input (2 * hidden B/token); one layer is "
     "recomputed at a time: ~2 x (8 * hidden + 4 * intermediate) x 2 B/token for its tensors and their gradients "
     "(attention by SDPA/flash: no L x L scores); logits: bf16 + the fp32 row used for log-softmax + its gradient "
@@ -121,7 +122,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(table, indent=2))
         return
-    head = "| model | params | node | mode | state GB/GPU | free GB/GPU | act. MB/token | max tokens/micro-batch | 16k transcripts | trains |"
+    head = "| model | params | node | mode | state GB/GPU | free GB/GPU | act. MB/token | max tokens/micro-batch | 16k transcripts | fits |"
     print(head)
     print("|---" * (head.count("|") - 1) + "|")
     for r in table:
