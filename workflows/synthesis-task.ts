@@ -1,5 +1,4 @@
 import {
-  ApplicationFailure,
   CancellationScope,
   getExternalWorkflowHandle,
   isCancellation,
@@ -12,6 +11,7 @@ import type { StageOutcome } from '../activities/synthesis/stages.js';
 import type { RejectReason, TaskStage } from '../schemas/synthesis-records.js';
 import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
 import { LONG_ACTIVITY } from './activity-options.js';
+import { innermostFailure, MAX_FAILURE_CHARS } from './failure.js';
 import { stageQuery, taskStageSignal } from './synthesis-controls.js';
 import { taskIdOf } from '../activities/synthesis/task-id.js';
 
@@ -164,7 +164,7 @@ async function recordFailure(
   progress: TaskProgress,
   error: unknown,
 ): Promise<void> {
-  const failure = innermost(error);
+  const failure = innermostFailure(error);
   await CancellationScope.nonCancellable(() =>
     activities.finalizeTask({
       runId: input.runId,
@@ -178,17 +178,4 @@ async function recordFailure(
       templateIds: progress.templateIds,
     }),
   ).catch(() => undefined);
-}
-
-/** Characters of an error message kept on the task's row. */
-const MAX_FAILURE_CHARS = 2_000;
-
-/** The innermost cause (an activity's error) with its failure type: the error's class name. */
-function innermost(error: unknown): { type: string; message: string } {
-  let current = error;
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
-  if (current instanceof ApplicationFailure)
-    return { type: current.type ?? 'Error', message: current.message };
-  if (current instanceof Error) return { type: current.name, message: current.message };
-  return { type: 'Error', message: String(current) };
 }

@@ -1,4 +1,5 @@
 import {
+  CancellationScope,
   ParentClosePolicy,
   condition,
   isCancellation,
@@ -18,8 +19,10 @@ import { validateSpec } from './spec-guard.js';
 import { taskStageQuery, taskStageSignal } from './synthesis-controls.js';
 import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task.js';
 import { endRunOnError } from './run-end.js';
+import { innermostFailure, MAX_FAILURE_CHARS } from './failure.js';
 
 const { recordRunStart } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const { recordReasoningProblemFailure } = proxyActivities<SynthesisActivities>(SHORT_ACTIVITY);
 const { loadSynthesisPersonas, loadReasoningSeeds, synthesizeReasoningProblem, finishSynthesis } =
   proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
@@ -174,8 +177,19 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
           seed: spec.seed + idx,
         }).then(
           (result) => settle(idx, result),
-          (error) => {
-            if (!isCancellation(error)) settle(idx, 'failed');
+          async (error) => {
+            if (isCancellation(error)) return;
+            // The row records the failure before the run counts it (as a task's row does).
+            const failure = innermostFailure(error);
+            await CancellationScope.nonCancellable(() =>
+              recordReasoningProblemFailure({
+                runId,
+                idx: idx - toolTasks,
+                reason: failure.type,
+                detail: failure.message.slice(0, MAX_FAILURE_CHARS),
+              }),
+            ).catch(() => undefined);
+            settle(idx, 'failed');
           },
         );
         continue;

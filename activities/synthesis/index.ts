@@ -12,7 +12,12 @@ import { datasetDirectoryName, exportRunDataset } from './export.js';
 import { loadPersonas, type LoadPersonasInput } from './personas.js';
 import { exportReasoningProblems, reasoningReport } from './reasoning-export.js';
 import { loadReasoningSeeds, type LoadSeedsInput } from './reasoning-seeds.js';
-import { synthesizeReasoningProblem, type ReasoningProblemInput } from './reasoning.js';
+import {
+  recordReasoningProblemFailure,
+  synthesizeReasoningProblem,
+  type ReasoningProblemFailure,
+  type ReasoningProblemInput,
+} from './reasoning.js';
 import { synthesisReport } from './report.js';
 import { createStageActivities } from './stages.js';
 
@@ -89,6 +94,11 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
         },
         input,
       );
+    },
+
+    /** Marks a reasoning problem failed once its activity has given up (its row stays pending otherwise). */
+    async recordReasoningProblemFailure(failure: ReasoningProblemFailure): Promise<void> {
+      await recordReasoningProblemFailure(pool(), failure);
     },
 
     /** Writes the statistics report and the exported dataset, and marks the run completed. */

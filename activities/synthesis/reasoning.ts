@@ -59,7 +59,7 @@ interface ProblemRow {
   kind: ReasoningKind;
   source_question: string;
   source_answer: string | null;
-  outcome: 'pending' | 'kept' | 'rejected';
+  outcome: 'pending' | 'kept' | 'rejected' | 'failed';
   drop_reason: ReasoningDropReason | null;
 }
 
@@ -84,7 +84,8 @@ export async function synthesizeReasoningProblem(
 ): Promise<ReasoningProblemResult> {
   const problemId = problemIdOf(input.runId, input.idx);
   const row = await readProblem(deps.pool, problemId);
-  if (row.outcome !== 'pending') return storedResult(row);
+  // A failed problem (its activity gave up in an earlier run) is tried again; a decided one is not.
+  if (row.outcome === 'kept' || row.outcome === 'rejected') return storedResult(row);
 
   const persona = await personaFor(deps.pool, input.runId, input.idx, problemId);
   const teacher = (seed: number) => ({
@@ -237,6 +238,27 @@ async function personaFor(pool: pg.Pool, runId: string, idx: number, problemId: 
   return { id: rows[0].persona_id, persona: rows[0].persona };
 }
 
+/** A problem whose activity failed for good: its row says so, with the error's type and message. */
+export interface ReasoningProblemFailure {
+  readonly runId: string;
+  readonly idx: number;
+  readonly reason: string;
+  readonly detail: string;
+}
+
+/**
+ * Marks a problem failed (the workflow calls it once the problem's activity has given up), so its
+ * row, the report and the export do not show it as still pending. A decided row keeps its outcome.
+ */
+export async function recordReasoningProblemFailure(pool: pg.Pool, failure: ReasoningProblemFailure): Promise<void> {
+  await pool.query(
+    `UPDATE reasoning_problems
+        SET outcome = 'failed', drop_reason = $2, drop_detail = $3, updated_at = now()
+      WHERE problem_id = $1 AND outcome = 'pending'`,
+    [problemIdOf(failure.runId, failure.idx), failure.reason, failure.detail.slice(0, 2_000)],
+  );
+}
+
 /** Writes a problem's outcome once: a row already decided keeps what it has. */
 async function decide(
   pool: pg.Pool,
@@ -250,7 +272,7 @@ async function decide(
     `UPDATE reasoning_problems
         SET persona_id = $2, scenario = $3, solutions = $4, outcome = $5, answer = $6,
             drop_reason = $7, drop_detail = $8, updated_at = now()
-      WHERE problem_id = $1 AND outcome = 'pending'`,
+      WHERE problem_id = $1 AND outcome IN ('pending', 'failed')`,
     [
       problemId,
       personaId,

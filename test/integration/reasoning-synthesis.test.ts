@@ -24,6 +24,9 @@ const SEEDS_FILE = path.join(REPO_ROOT, 'examples', 'reasoning', 'seeds.jsonl');
 /** A problem of the mixed run whose rewrite comes back empty. */
 const EMPTY_REWRITE = 'What is 6 times 7?';
 
+/** A problem whose first solve call the model boundary refuses (400): its activity fails for good. */
+const REFUSED_SOLVE = 'What is 9 plus 10?';
+
 describe('reasoning problems as a synthesis source, on the real stack', () => {
   let db: TestDatabase;
   let models: ModelServer;
@@ -44,9 +47,17 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
     // the synthesis script.
     const reasoning = reasoningScript({
       [EMPTY_REWRITE]: { responses: ['\\boxed{42}'], expected: 'rewrite_failed', emptyRewrite: true },
+      [REFUSED_SOLVE]: { responses: ['\\boxed{19}'], expected: 'kept' },
     });
     models = await startModelServer({
-      script: (request) => (isReasoningRequest(request) ? reasoning(request) : synthesisScript(request)),
+      script: (request) => {
+        if (!isReasoningRequest(request)) return synthesisScript(request);
+        const prompt = String(request.body.messages.at(-1)?.content);
+        // Queued for the next teacher request: with one problem at a time, this problem's first solve.
+        if (prompt.startsWith('Rewrite the problem below') && prompt.includes(REFUSED_SOLVE))
+          models.injectFaults({ kind: 'bad-request', role: 'teacher' });
+        return reasoning(request);
+      },
       latencyMs: 20,
     });
     tw = await startTestWorker(inject('temporalAddress'), db.url);
@@ -252,6 +263,45 @@ describe('reasoning problems as a synthesis source, on the real stack', () => {
       (error: unknown) => error,
     );
     expect(String((refused as WorkflowFailedError).cause?.message)).toMatch(/tasks: must be at least 1/);
+  });
+
+  it('records a problem whose activity failed for good as failed on its row, with the error', async () => {
+    const line = (value: unknown) => JSON.stringify(value);
+    await writeFile(path.join(dir, 'failing-personas.jsonl'), scriptedPersonas(2));
+    await writeFile(
+      path.join(dir, 'failing-seeds.jsonl'),
+      [
+        line({ kind: 'math', question: REFUSED_SOLVE, answer: '19' }),
+        line({ kind: 'search', question: 'In which city is the Eiffel Tower?', answer: 'Paris' }),
+      ].join('\n'),
+    );
+    const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
+    const workflowId = `reasoning-failing-${Date.now()}`;
+    const summary = await tw.client.workflow.execute('Synthesis', {
+      args: [
+        {
+          kind: 'Synthesis',
+          name: 'failing-e2e',
+          personas: { path: path.join(dir, 'failing-personas.jsonl') },
+          tasks: 0,
+          reasoning: { seeds: { path: path.join(dir, 'failing-seeds.jsonl') }, problems: 2 },
+          concurrency: 1,
+          models: { teacher: role, toolSimulator: role, userSimulator: role, rubricExtractor: role },
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId,
+    });
+    expect(summary).toMatchObject({ tasks: 2, kept: 1, failed: 1 });
+    const problems = await sql.query(
+      'SELECT idx, outcome, drop_reason, drop_detail FROM reasoning_problems WHERE run_id = $1 ORDER BY idx',
+      [workflowId],
+    );
+    expect(problems.rows.map((r) => [r.idx, r.outcome, r.drop_reason])).toEqual([
+      [0, 'failed', 'ModelRequestRejectedError'],
+      [1, 'kept', null],
+    ]);
+    expect(problems.rows[0].drop_detail).toMatch(/400/);
   });
 
   it('runs tool-use tasks and reasoning problems in one run, refusing bad seed lines with reasons', async () => {

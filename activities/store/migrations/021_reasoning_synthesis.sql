@@ -14,8 +14,8 @@ CREATE TABLE reasoning_problems (
   scenario        text,                      -- the rewritten problem the teacher solved
   solutions       jsonb,                     -- [{sampleIndex, response, answer}]
   answer          text,                      -- the agreed final answer of a kept problem
-  outcome         text NOT NULL DEFAULT 'pending', -- pending | kept | rejected
-  drop_reason     text,                      -- rewrite_failed | unparseable_answer | answers_disagree | source_mismatch
+  outcome         text NOT NULL DEFAULT 'pending', -- pending | kept | rejected | failed
+  drop_reason     text,                      -- rewrite_failed | unparseable_answer | answers_disagree | source_mismatch; failed: the error's type
   drop_detail     text,
   created_at      timestamptz NOT NULL DEFAULT now(),
   updated_at      timestamptz NOT NULL DEFAULT now(),
