@@ -250,7 +250,10 @@ export interface ReasoningProblemFailure {
  * Marks a problem failed (the workflow calls it once the problem's activity has given up), so its
  * row, the report and the export do not show it as still pending. A decided row keeps its outcome.
  */
-export async function recordReasoningProblemFailure(pool: pg.Pool, failure: ReasoningProblemFailure): Promise<void> {
+export async function recordReasoningProblemFailure(
+  pool: pg.Pool,
+  failure: ReasoningProblemFailure,
+): Promise<void> {
   await pool.query(
     `UPDATE reasoning_problems
         SET outcome = 'failed', drop_reason = $2, drop_detail = $3, updated_at = now()

@@ -113,6 +113,12 @@ describe('endpoint limiter pacing, on a fake clock', () => {
     // 25 calls after the burst of 5 need 2.5 s, not the 5 s the estimates alone would take.
     expect(at.at(-1)).toBeLessThanOrEqual(2600);
     expect(at.at(-1)).toBeGreaterThanOrEqual(2000);
-    expect(busiestWindow(at, 1000, at.map(() => 100))).toBeLessThanOrEqual(1000 + 1000);
+    expect(
+      busiestWindow(
+        at,
+        1000,
+        at.map(() => 100),
+      ),
+    ).toBeLessThanOrEqual(1000 + 1000);
   });
 });
