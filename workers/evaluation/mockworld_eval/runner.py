@@ -53,7 +53,9 @@ def run_trial_process(trial_json: str, heartbeat: Callable[[int], None], interva
     receiver, sender = context.Pipe(duplex=False)
     fd, log_path = tempfile.mkstemp(prefix="mockworld-eval-trial-", suffix=".log")
     os.close(fd)
-    process = context.Process(target=trial.child_main, args=(sender, trial_json, log_path), daemon=True)
+    process = context.Process(
+        target=trial.orphan_safe, args=(os.getpid(), trial.child_main, sender, trial_json, log_path), daemon=True
+    )
     steps = 0
     last = None
     try:

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from typing import Callable
@@ -82,6 +85,34 @@ def _quiet_loguru(stream) -> None:
 
     logger.remove()
     logger.add(stream, level=os.environ.get("TAU2_LOG_LEVEL", "WARNING"))
+
+
+def die_with(worker_pid: int) -> None:
+    """Kills this process as soon as the worker `worker_pid` exits (Linux: a pidfd watched by a thread).
+
+    A trial is forked by the worker's fork server, not by the worker, and every trial holds the fork
+    server's liveness pipe open, so neither the fork server nor a parent-death signal ends it when
+    the worker is SIGKILLed. Without this, such a trial goes on calling the model endpoint, paying for
+    answers nobody reads, while the retried activity runs the trial again elsewhere.
+    """
+    try:
+        watched = os.pidfd_open(worker_pid)
+    except ProcessLookupError:
+        os._exit(1)  # the worker is already gone
+    except (AttributeError, OSError):
+        return  # no pidfds here (not Linux 5.3+): the trial still runs
+
+    def watch() -> None:
+        select.select([watched], [], [])  # readable once the worker has exited
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="worker-watch", daemon=True).start()
+
+
+def orphan_safe(worker_pid: int, target: Callable[..., None], *args: object) -> None:
+    """A forked trial's entry point: `target(*args)`, ended if the worker that asked for it exits."""
+    die_with(worker_pid)
+    target(*args)
 
 
 def child_main(conn, trial_json: str, log_path: str) -> None:
