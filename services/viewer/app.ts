@@ -38,6 +38,17 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
   const app = new Hono();
   const authorized = tokenCheck(token);
 
+  // The probe of a cluster's kubelet or compose, which has no token: answers only whether the
+  // database is reachable, before the token check, and serves no data.
+  app.get('/health', async (c) => {
+    try {
+      await pool.query('SELECT 1');
+      return c.text('ok');
+    } catch {
+      return c.text('database unreachable', 503);
+    }
+  });
+
   app.use('*', async (c, next) => {
     const fromQuery = c.req.query('token');
     const bearer = c.req.header('authorization')?.replace(/^Bearer\s+/i, '');

@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, parseDocument } from 'yaml';
 import { REPO_ROOT } from '../../deploy/paths.js';
 
 const exec = promisify(execFile);
@@ -66,7 +66,11 @@ describe('deploy files', () => {
     expect(accepted.code).toBe(0);
     const services = await run(
       command,
-      [...fixed, '--profile', 'gpu', '--profile', 'encryption', '--profile', 'world', 'config', '--services'],
+      [
+        ...fixed,
+        ...['--profile', 'gpu', '--profile', 'encryption', '--profile', 'world', '--profile', 'viewer'],
+        ...['config', '--services'],
+      ],
       required,
     );
     expect(services.stdout.trim().split('\n').sort()).toEqual(
@@ -82,9 +86,24 @@ describe('deploy files', () => {
         'temporal-schema',
         'temporal-ui',
         'trainer',
+        'viewer',
         'world',
       ].sort(),
     );
+    // The viewer listens on 0.0.0.0 in its container (so it needs its token), published on loopback only.
+    const viewer = await run(command, [...fixed, '--profile', 'viewer', 'config'], required);
+    expect(viewer.code).toBe(0);
+    const viewerService = parseDocument(viewer.stdout).toJS().services.viewer;
+    expect(viewerService.command).toEqual(['view', '--host', '0.0.0.0', '--port', '8234']);
+    expect(viewerService.environment).toHaveProperty('MOCKWORLD_VIEWER_TOKEN');
+    // docker-compose v1 prints a port as "ip:published:target/proto", v2 as an object.
+    const ports = (
+      viewerService.ports as (string | { host_ip: string; published: string; target: number })[]
+    ).map((p) =>
+      typeof p === 'string' ? p.replace(/\/tcp$/, '') : `${p.host_ip}:${p.published}:${p.target}`,
+    );
+    expect(ports).toEqual(['127.0.0.1:8234:8234']);
+    expect(viewerService.healthcheck.test.join(' ')).toContain('/health');
     const missing = await run(command, [...fixed, 'config', '-q'], {
       MOCKWORLD_MODEL_GATEWAY_AUTH: 'a'.repeat(32),
     });
@@ -103,6 +122,7 @@ describe('deploy files', () => {
       'mockworld-world',
       'mockworld-trainer',
       'mockworld-policy',
+      'mockworld-viewer',
     ];
 
     beforeAll(async () => {
@@ -112,7 +132,7 @@ describe('deploy files', () => {
       objects = parseAllDocuments(rendered.stdout).map((doc) => doc.toJS() as K8sObject);
     });
 
-    it('renders the CPU worker, gateway, world service, trainer and policy server with probes', () => {
+    it('renders the CPU worker, gateway, world service, trainer, policy server and viewer with probes', () => {
       for (const name of deployments) {
         const c = container(name);
         expect(c.livenessProbe?.httpGet, `${name} liveness`).toBeDefined();
@@ -124,7 +144,22 @@ describe('deploy files', () => {
           .filter((o) => o.kind === 'Service')
           .map((o) => o.metadata.name)
           .sort(),
-      ).toEqual(['mockworld-gateway', 'mockworld-policy', 'mockworld-world']);
+      ).toEqual(['mockworld-gateway', 'mockworld-policy', 'mockworld-viewer', 'mockworld-world']);
+    });
+
+    it('serves the viewer on the cluster only with its token, probed on /health', () => {
+      const viewer = container('mockworld-viewer');
+      expect(viewer.args).toEqual(['view', '--host', '0.0.0.0', '--port', '8234']);
+      // The token comes from the Secret (the viewer refuses 0.0.0.0 without it), never the config map.
+      expect(viewer.envFrom).toContainEqual({ secretRef: { name: 'mockworld-secrets' } });
+      const config = objects.find((o) => o.kind === 'ConfigMap')!.data!;
+      expect(config).not.toHaveProperty('MOCKWORLD_VIEWER_TOKEN');
+      expect(viewer.livenessProbe.httpGet).toMatchObject({ path: '/health', port: 'http' });
+      expect(viewer.readinessProbe.httpGet).toMatchObject({ path: '/health', port: 'http' });
+      expect(viewer.ports).toContainEqual({ name: 'http', containerPort: 8234 });
+      const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'mockworld-viewer')!;
+      expect(service.spec.ports).toContainEqual({ name: 'http', port: 8234, targetPort: 'http' });
+      expect(service.spec.selector).toEqual({ 'app.kubernetes.io/name': 'mockworld-viewer' });
     });
 
     it('gives the trainer and the policy server a GPU, and the metrics to Prometheus', () => {

@@ -61,6 +61,15 @@ describe('the viewer boundaries', () => {
     ).toBe(200);
   });
 
+  it("answers a cluster's probe on /health without the token, and serves nothing else there", async () => {
+    const base = `http://127.0.0.1:${guarded.port}`;
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.text()).toBe('ok');
+    expect((await fetch(`${base}/health/../runs/run-with-key`)).status).toBe(401);
+    expect((await fetch(`${base}/health?token=wrong`)).headers.get('set-cookie')).toBeNull();
+  });
+
   it('is read-only: no write method, and its database sessions refuse writes', async () => {
     expect((await fetch(`${open.url}/runs/run-with-key`, { method: 'POST' })).status).toBe(405);
     expect((await fetch(`${open.url}/runs/run-with-key`, { method: 'DELETE' })).status).toBe(405);
