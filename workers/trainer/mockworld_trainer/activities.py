@@ -10,7 +10,8 @@ the contract's error types (errors.py); anything else (CUDA out of memory, an un
 a killed process) is an ordinary, retryable failure. Long steps heartbeat step-heartbeat.json
 between micro-batches and from a background thread every heartbeat_timeout / 3 (10 s when none is
 set), so that a slow save still heartbeats. Steps and ``trainer.trackIteration`` feed the experiment
-trackers (tracking.py), whose failures are warnings, never a failed activity.
+trackers (tracking.py), whose failures are warnings, never a failed activity; steps are also counted
+and timed on the worker's Prometheus endpoint (step_metrics.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 
 from . import contract
 from .errors import TrainerError
+from .step_metrics import record_step
 from .tracking import Tracker, flat_config, numeric_leaves
 from .trainer import Trainer
 
@@ -95,6 +97,7 @@ class TrainerActivities:
 
     def _step(self, data: Any, kind: str) -> dict[str, Any]:
         d = _input(f"trainer.{kind}Step", data)
+        started = time.monotonic()
         with Heartbeater() as beat:
             result = self.trainer.train_step(
                 d["run_id"],
@@ -105,6 +108,7 @@ class TrainerActivities:
                 config=d.get("config"),
                 progress=beat,
             )
+            record_step(kind, bool(result["replayed"]), time.monotonic() - started)
             # Written once per step (a replay finds it tracked); a failing backend is a warning only.
             self.tracker.track(
                 result["run_id"],

@@ -21,6 +21,8 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from .step_metrics import STEP_SECONDS, STEP_SECONDS_BUCKETS
+
 log = logging.getLogger("mockworld.trainer")
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
@@ -48,10 +50,15 @@ def connect_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def with_metrics(config: dict[str, Any], address: str | None) -> dict[str, Any]:
     """``config`` with an SDK runtime that serves Prometheus metrics at ``http://<address>/metrics``
-    (MOCKWORLD_METRICS_ADDRESS: the scrape target and the container probe), or unchanged without one."""
+    (MOCKWORLD_METRICS_ADDRESS: the scrape target and the container probe), or unchanged without one.
+    The same runtime serves the trainer's own series (step_metrics.py), its step-time buckets in seconds."""
     if not address:
         return config
-    runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+    prometheus = PrometheusConfig(
+        bind_address=address,
+        histogram_bucket_overrides={STEP_SECONDS: STEP_SECONDS_BUCKETS},
+    )
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=prometheus))
     return {**config, "runtime": runtime}
 
 
