@@ -10,7 +10,11 @@ import { startViewer } from '../services/viewer/server.js';
 import { UsageError } from './usage.js';
 
 /** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (README "Payload encryption"). */
-export async function codecServer(values: { port?: string; host?: string; origin?: string[] }): Promise<number> {
+export async function codecServer(values: {
+  port?: string;
+  host?: string;
+  origin?: string[];
+}): Promise<number> {
   const env = loadEnvironment();
   const codec = payloadCodecFromEnvironment(env);
   if (!codec)
@@ -68,8 +72,11 @@ export async function modelGateway(values: { port?: string; host?: string }): Pr
     port,
     host: values.host,
     authorization: env.MOCKWORLD_MODEL_GATEWAY_AUTH,
+    metricsAddress: env.MOCKWORLD_METRICS_ADDRESS,
   });
   console.log(`model gateway listening on ${gateway.url}`);
+  if (env.MOCKWORLD_METRICS_ADDRESS)
+    console.error(`metrics: http://${env.MOCKWORLD_METRICS_ADDRESS}/metrics`);
   console.error(
     `ledger: ${redactUrl(env.DATABASE_URL)}\n` +
       `workers: MOCKWORLD_MODEL_GATEWAY_URL=${gateway.url} mockworld worker` +
@@ -112,8 +119,12 @@ export async function viewer(values: { port?: string; host?: string }): Promise<
     token: env.MOCKWORLD_VIEWER_TOKEN,
     ui,
   });
-  console.log(`viewer listening on ${server.url}${env.MOCKWORLD_VIEWER_TOKEN ? ' (open it with ?token=<MOCKWORLD_VIEWER_TOKEN>)' : ''}`);
-  console.error(`data: ${redactUrl(env.DATABASE_URL)} (read-only)\nTemporal UI links: ${ui.url}\nCtrl-C to stop`);
+  console.log(
+    `viewer listening on ${server.url}${env.MOCKWORLD_VIEWER_TOKEN ? ' (open it with ?token=<MOCKWORLD_VIEWER_TOKEN>)' : ''}`,
+  );
+  console.error(
+    `data: ${redactUrl(env.DATABASE_URL)} (read-only)\nTemporal UI links: ${ui.url}\nCtrl-C to stop`,
+  );
   await untilInterrupted();
   await server.close();
   return 0;
@@ -125,4 +136,3 @@ function parsePort(value: string | undefined, fallback: number): number {
     throw new UsageError(`--port must be a port number, got ${value}`);
   return Number(value);
 }
-

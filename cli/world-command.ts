@@ -35,8 +35,11 @@ export async function worldService(values: {
     port,
     host,
     authorization: env.MOCKWORLD_WORLD_AUTH,
+    metricsAddress: env.MOCKWORLD_METRICS_ADDRESS,
   });
   console.log(`world service listening on ${server.url}`);
+  if (env.MOCKWORLD_METRICS_ADDRESS)
+    console.error(`metrics: http://${env.MOCKWORLD_METRICS_ADDRESS}/metrics`);
   console.error(
     `tasks, tool mappings, model cache and ledger: ${redactUrl(env.DATABASE_URL)} (usage under run ${parsed.data.ledgerRunId})\n` +
       `${env.MOCKWORLD_WORLD_AUTH ? 'requests must carry the Authorization header of MOCKWORLD_WORLD_AUTH\n' : ''}Ctrl-C to stop`,

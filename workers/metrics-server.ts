@@ -16,8 +16,11 @@ export async function freeLoopbackPort(): Promise<number> {
   return port;
 }
 
-/** Serves `/metrics` at `address` (host:port): the SDK's text from `sdkUrl`, then mockworld's. */
-export async function startMetricsServer(address: string, sdkUrl: string): Promise<http.Server> {
+/**
+ * Serves `/metrics` at `address` (host:port): the SDK's text from `sdkUrl` (a worker's), then
+ * mockworld's; without `sdkUrl` (the gateway, the world service: no Temporal worker) mockworld's alone.
+ */
+export async function startMetricsServer(address: string, sdkUrl?: string): Promise<http.Server> {
   const [host, port] = [
     address.slice(0, address.lastIndexOf(':')),
     Number(address.slice(address.lastIndexOf(':') + 1)),
@@ -29,12 +32,14 @@ export async function startMetricsServer(address: string, sdkUrl: string): Promi
     }
     void (async () => {
       // The SDK's part may be missing for a moment at start; mockworld's is always served.
-      const sdk = await fetch(sdkUrl)
-        .then((r) => (r.ok ? r.text() : ''))
-        .catch(() => '');
+      const sdk = sdkUrl
+        ? await fetch(sdkUrl)
+            .then((r) => (r.ok ? r.text() : ''))
+            .catch(() => '')
+        : '';
       const own = await metricsRegistry.metrics();
       res.writeHead(200, { 'Content-Type': metricsRegistry.contentType });
-      res.end(`${sdk.trimEnd()}\n${own}`);
+      res.end(sdk ? `${sdk.trimEnd()}\n${own}` : own);
     })().catch(() => res.writeHead(500).end());
   });
   await new Promise<void>((resolve, reject) => server.listen(port, host, resolve).once('error', reject));

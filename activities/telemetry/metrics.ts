@@ -54,3 +54,25 @@ export const rolloutReward = new Histogram({
 
 /** The role label of a call: its role, or `none`. */
 export const roleLabel = (role: string | undefined | null) => role || 'none';
+
+/**
+ * Requests to mockworld's HTTP services (the model gateway, the world service) by service, route
+ * and outcome (`ok`, `client_error` for 4xx, `upstream_error` for 502, `error` for other 5xx,
+ * `aborted` when the caller left first); the histogram's `_count` is the request count. Model calls
+ * can take minutes, hence the long buckets.
+ */
+export const serviceRequestSeconds = new Histogram<'service' | 'route' | 'outcome'>({
+  name: 'mockworld_service_request_duration_seconds',
+  help: 'Requests to the model gateway and the world service by route and outcome, in seconds.',
+  labelNames: ['service', 'route', 'outcome'],
+  buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+  registers: [metricsRegistry],
+});
+
+/** The outcome label of a finished response (or of one whose caller left before it was sent). */
+export function requestOutcome(status: number, finished: boolean): string {
+  if (!finished) return 'aborted';
+  if (status < 400) return 'ok';
+  if (status < 500) return 'client_error';
+  return status === 502 ? 'upstream_error' : 'error';
+}

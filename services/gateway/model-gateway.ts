@@ -5,6 +5,7 @@ import { createCallCompleter } from '../../activities/llm/model-client.js';
 import type { ModelCall } from '../../activities/llm/types.js';
 import { GatewayRequestSchema, type GatewayRequest } from '../../schemas/gateway-request.js';
 import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
+import { serveMetrics, timeRequests } from '../http/request-metrics.js';
 
 /**
  * The model gateway: one long-lived process that sends the CPU workers' model calls upstream and
@@ -26,6 +27,11 @@ export interface ModelGatewayOptions {
   readonly authorization?: string;
   /** Largest request body. Default 64 MiB (long transcripts). */
   readonly maxBodyBytes?: number;
+  /**
+   * Set (MOCKWORLD_METRICS_ADDRESS, host:port): serves mockworld's Prometheus series there, with
+   * this gateway's requests by route and outcome and the model calls it pays for.
+   */
+  readonly metricsAddress?: string;
 }
 
 /** A running gateway. */
@@ -110,7 +116,23 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   // Model calls may take minutes (retries, long generations): no server-side request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
-  const listening = await listen(server, options.port, options.host ?? '127.0.0.1');
+  timeRequests(server, 'gateway', (method, route) =>
+    (method === 'GET' && route === '/health') || (method === 'POST' && route === GATEWAY_COMPLETE_PATH)
+      ? route
+      : 'other',
+  );
+  const closeMetrics = await serveMetrics(options.metricsAddress);
+  const serving = await listen(server, options.port, options.host ?? '127.0.0.1').catch(async (error) => {
+    await closeMetrics();
+    throw error;
+  });
+  const listening = {
+    ...serving,
+    close: async () => {
+      await serving.close();
+      await closeMetrics();
+    },
+  };
   return {
     url: listening.url,
     inFlight: () => inFlight,

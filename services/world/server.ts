@@ -13,6 +13,7 @@ import {
   type WorldServiceConfig,
 } from '../../schemas/world-service.js';
 import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
+import { serveMetrics, timeRequests } from '../http/request-metrics.js';
 import {
   askUser,
   callTool,
@@ -46,6 +47,8 @@ export interface WorldServerOptions {
   /** The exact `Authorization` header required (MOCKWORLD_WORLD_AUTH); required beyond loopback. */
   readonly authorization?: string;
   readonly maxBodyBytes?: number;
+  /** Set (MOCKWORLD_METRICS_ADDRESS, host:port): serves mockworld's Prometheus series there (requests by route and outcome, model calls). */
+  readonly metricsAddress?: string;
 }
 
 export interface WorldServer {
@@ -128,5 +131,27 @@ export async function startWorldServer(options: WorldServerOptions): Promise<Wor
       },
     );
   });
-  return listen(server, options.port, host);
+  timeRequests(server, 'world', routeLabel);
+  const closeMetrics = await serveMetrics(options.metricsAddress);
+  const serving = await listen(server, options.port, host).catch(async (error) => {
+    await closeMetrics();
+    throw error;
+  });
+  return {
+    ...serving,
+    async close() {
+      await serving.close();
+      await closeMetrics();
+    },
+  };
+}
+
+/** A request's route for the metrics: the path's shape, without session ids or tool names. */
+function routeLabel(method: string, path: string): string {
+  if (method === 'GET' && path === '/health') return path;
+  if (method !== 'POST') return 'other';
+  if (path === '/v1/sessions') return path;
+  const match = SESSION.exec(path);
+  if (!match) return 'other';
+  return match[3] !== undefined ? '/v1/sessions/:id/tools/:name' : `/v1/sessions/:id/${match[2]}`;
 }

@@ -13,6 +13,8 @@ import { GATEWAY_COMPLETE_PATH } from '../../activities/llm/gateway-client.js';
 import { startModelGateway, type ModelGateway } from '../../services/gateway/model-gateway.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { freePort } from '../../testkit/ports.js';
+import { sampleValue, scrape } from '../../testkit/prometheus.js';
 import { endpointOf, query, teacherCall } from '../unit/llm/fixtures.js';
 
 const LLM_INDEX = new URL('../../activities/llm/index.ts', import.meta.url).pathname;
@@ -158,6 +160,42 @@ describe('the model gateway', () => {
     } finally {
       await locked.close();
     }
+  });
+
+  it('serves its requests by route and outcome at its metrics address (MOCKWORLD_METRICS_ADDRESS)', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    const metered = await startModelGateway({ databaseUrl: db.url, port: 0, metricsAddress: address });
+    const requests = 'mockworld_service_request_duration_seconds_count';
+    const count = (text: string, route: string, outcome: string) =>
+      sampleValue(text, requests, { service: 'gateway', route, outcome });
+    try {
+      const before = await scrape(address);
+      await createModelClient({ databaseUrl: db.url, gatewayUrl: metered.url }).chat(call('g-metrics', 'x'));
+      const bad = await fetch(`${metered.url}${GATEWAY_COMPLETE_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(bad.status).toBe(400);
+      expect((await fetch(`${metered.url}/v1/sessions/s-1`)).status).toBe(404);
+      const after = await scrape(address);
+      expect(count(after, GATEWAY_COMPLETE_PATH, 'ok') - count(before, GATEWAY_COMPLETE_PATH, 'ok')).toBe(1);
+      expect(
+        count(after, GATEWAY_COMPLETE_PATH, 'client_error') -
+          count(before, GATEWAY_COMPLETE_PATH, 'client_error'),
+      ).toBe(1);
+      // Unknown paths share one label: a caller cannot grow the series.
+      expect(count(after, 'other', 'client_error') - count(before, 'other', 'client_error')).toBe(1);
+      expect(after).not.toContain('/v1/sessions/s-1');
+      // The model calls it paid for are in the same registry.
+      expect(
+        sampleValue(after, 'mockworld_model_calls_total', { role: 'teacher', source: 'paid' }) -
+          sampleValue(before, 'mockworld_model_calls_total', { role: 'teacher', source: 'paid' }),
+      ).toBeGreaterThanOrEqual(1);
+    } finally {
+      await metered.close();
+    }
+    await expect(scrape(address)).rejects.toThrow(); // closed with the gateway
   });
 
   it('says how to start the gateway when it is not there', async () => {

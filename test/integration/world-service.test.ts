@@ -6,6 +6,8 @@ import { startWorldServer, type WorldServer } from '../../services/world/server.
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { fixtureTaskId, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
 import { startModelServer, type ModelServer, type ScriptedRequest } from '../../testkit/model-server.js';
+import { freePort } from '../../testkit/ports.js';
+import { sampleValue, scrape } from '../../testkit/prometheus.js';
 
 const RUN = 'world-fixture';
 const TASK = fixtureTaskId(RUN, 0);
@@ -33,6 +35,7 @@ describe('the world service', () => {
   let db: TestDatabase;
   let models: ModelServer;
   let world: WorldServer;
+  let metricsAddress: string;
   const id = () => `req-${randomBytes(6).toString('hex')}`;
   const post = async (path: string, body: unknown, auth: string | null = AUTH) => {
     const response = await fetch(`${world.url}${path}`, {
@@ -63,6 +66,7 @@ describe('the world service', () => {
       latencyMs: 50, // long enough for concurrent calls to overlap
     });
     const endpoint = { baseUrl: models.url, model: 'scripted' };
+    metricsAddress = `127.0.0.1:${await freePort()}`;
     world = await startWorldServer({
       databaseUrl: db.url,
       config: WorldServiceConfigSchema.parse({
@@ -71,6 +75,7 @@ describe('the world service', () => {
       }),
       port: 0,
       authorization: AUTH,
+      metricsAddress,
     });
   });
   afterAll(async () => {
@@ -220,5 +225,36 @@ describe('the world service', () => {
       arguments: {},
     });
     expect(late.status).toBe(409);
+  });
+
+  it('serves its requests by route and outcome at its metrics address (MOCKWORLD_METRICS_ADDRESS)', async () => {
+    const count = (text: string, route: string, outcome: string) =>
+      sampleValue(text, 'mockworld_service_request_duration_seconds_count', {
+        service: 'world',
+        route,
+        outcome,
+      });
+    const before = await scrape(metricsAddress);
+    const { session_id, prompt } = await open();
+    await post(`/v1/sessions/${session_id}/tools/lookup_record`, {
+      request_id: id(),
+      arguments: '{"id":"R-0"}',
+    });
+    expect((await post('/v1/sessions', { request_id: id(), task_id: TASK }, null)).status).toBe(401);
+    const failed = await post(`/v1/sessions/${session_id}/judge`, {
+      request_id: id(),
+      messages: [...prompt, { role: 'assistant', content: 'PLEASE-FAIL' }],
+    });
+    expect(failed.status).toBe(502);
+    const after = await scrape(metricsAddress);
+    const delta = (route: string, outcome: string) =>
+      count(after, route, outcome) - count(before, route, outcome);
+    expect(delta('/v1/sessions', 'ok')).toBe(1);
+    expect(delta('/v1/sessions', 'client_error')).toBe(1);
+    expect(delta('/v1/sessions/:id/tools/:name', 'ok')).toBe(1);
+    expect(delta('/v1/sessions/:id/judge', 'upstream_error')).toBe(1);
+    // Session ids and tool names stay out of the labels.
+    expect(after).not.toContain(session_id);
+    expect(after).not.toContain('lookup_record');
   });
 });

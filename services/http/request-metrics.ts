@@ -1,0 +1,40 @@
+/**
+ * Times every request of an HTTP service into mockworld's registry
+ * (activities/telemetry/metrics.ts), served with the rest of its series at MOCKWORLD_METRICS_ADDRESS.
+ */
+import type http from 'node:http';
+import { requestOutcome, serviceRequestSeconds } from '../../activities/telemetry/metrics.js';
+import { startMetricsServer } from '../../workers/metrics-server.js';
+
+/**
+ * Observes each request of `server` when its response closes. `routeOf` names the route with a
+ * small, fixed set of labels (ids and tool names left out), so a caller cannot grow the series.
+ */
+export function timeRequests(
+  server: http.Server,
+  service: string,
+  routeOf: (method: string, path: string) => string,
+): void {
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const started = process.hrtime.bigint();
+    const route = routeOf(req.method ?? 'GET', (req.url ?? '/').split('?')[0]!);
+    res.once('close', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      serviceRequestSeconds.observe(
+        { service, route, outcome: requestOutcome(res.statusCode, res.writableFinished) },
+        seconds,
+      );
+    });
+  });
+}
+
+/** With an address (MOCKWORLD_METRICS_ADDRESS), serves the process's mockworld series there; returns its close. */
+export async function serveMetrics(address: string | undefined): Promise<() => Promise<void>> {
+  if (!address) return async () => {};
+  const server = await startMetricsServer(address);
+  return () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+}
