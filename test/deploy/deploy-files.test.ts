@@ -174,6 +174,14 @@ describe('deploy files', () => {
         });
         expect(container(name).livenessProbe.httpGet).toMatchObject({ path: '/metrics' });
       }
+      // The gateway and the world service serve their request metrics there too (probed on /health).
+      for (const name of ['mockworld-gateway', 'mockworld-world']) {
+        expect(deployment(name).spec.template.metadata.annotations).toMatchObject({
+          'prometheus.io/scrape': 'true',
+          'prometheus.io/port': '9464',
+        });
+        expect(container(name).ports).toContainEqual({ name: 'metrics', containerPort: 9464 });
+      }
     });
 
     it("versions the CPU workers by their image's tag", () => {
