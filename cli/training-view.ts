@@ -40,3 +40,34 @@ export function renderIterations(iterations: readonly IterationMetrics[]): strin
   });
   return renderTable(rows);
 }
+
+/**
+ * One row per benchmarked step of a GrpoTraining run with `benchmarks` (issue 15 point 4): for each
+ * benchmark group Avg@k and pass^k at its k (tau2's estimator), BFCL's overall (the unweighted mean
+ * of its categories), and the child Evaluation run (`mockworld report <it>` has its intervals and
+ * trials). '' when no iteration was benchmarked.
+ */
+export function renderBenchmarkSteps(iterations: readonly IterationMetrics[]): string {
+  const benchmarked = iterations.filter(({ metrics }) => field(metrics, 'benchmarks') !== undefined);
+  if (benchmarked.length === 0) return '';
+  const rows = benchmarked.map(({ iteration, policyVersion, metrics }) => {
+    const scores = field(metrics, 'benchmarks') as Record<string, unknown>;
+    const row: Record<string, unknown> = { iteration, step: policyVersion };
+    for (const benchmark of ['bfcl', 'tau2']) {
+      const groups = field(scores, benchmark);
+      if (groups === undefined) continue;
+      for (const [group, value] of Object.entries(groups as Record<string, unknown>)) {
+        if (group === 'overall') continue;
+        const k = field(value, 'k');
+        row[`${benchmark} ${group} Avg@k`] = fixed(field(value, 'avg'));
+        row[`${benchmark} ${group} pass^k`] = fixed(field(field(value, 'passHat'), String(k)));
+      }
+      if (field(groups, 'overall') !== undefined)
+        row[`${benchmark} overall`] = fixed(field(groups, 'overall'));
+    }
+    row['evaluation run'] = field(scores, 'evaluationId');
+    if (field(scores, 'failure') !== undefined) row['failed'] = field(scores, 'failure');
+    return row;
+  });
+  return renderTable(rows);
+}

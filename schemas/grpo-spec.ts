@@ -1,10 +1,16 @@
 import { z } from 'zod';
-import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema, RunBudgetSchema } from './model-endpoint.js';
+import {
+  ModelEndpointSchema,
+  ModelRoleSchema,
+  PolicySamplingSchema,
+  RunBudgetSchema,
+} from './model-endpoint.js';
 import { PolicyServingSchema } from './policy-serving.js';
 import { PresetSchema } from './presets.js';
 import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
+import { TrainingBenchmarksSchema } from './training-benchmarks.js';
 
 /**
  * The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model.
@@ -146,6 +152,10 @@ export const GrpoSpecSchema = z
       .min(0)
       .default(0)
       .describe('Iterations between held-out evaluations (0 = never).'),
+    benchmarks: TrainingBenchmarksSchema.optional().describe(
+      'tau2 / BFCL-V4 multi-turn on the checkpoint of every `every`-th iteration and of the last, each a ' +
+        'child Evaluation run `<runId>-eval-step-<N>`; their scores join the iteration metrics.',
+    ),
     seed: z.number().int().min(0).default(0),
     gpuTaskQueue: z.string().min(1).default('mockworld-gpu').describe('Task queue of the trainer workers.'),
     rolloutConcurrency: z
@@ -181,7 +191,8 @@ export const GrpoSpecSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['policy', 'base', 'lora', 'merge'],
-          message: 'must be true to reload full weights of a LoRA run (the engine loads the merged weights); or sync: lora',
+          message:
+            'must be true to reload full weights of a LoRA run (the engine loads the merged weights); or sync: lora',
         });
       }
       if (spec.evaluateEvery > 0 && spec.dataset.heldOutTasks === 0) {

@@ -5,6 +5,7 @@ import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls.js';
+import { benchmarksDue, checkBenchmarkTasks, evaluateBenchmarks } from './grpo-benchmarks.js';
 import { GrpoGroup } from './grpo-group.js';
 import { trackingConfig } from './grpo-tracking.js';
 import { continueRun, linkViewer, RunControl } from './run-control.js';
@@ -60,6 +61,8 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   let progress: GrpoProgress;
   if (carried) progress = carried;
   else {
+    // A benchmark task the evaluation worker does not know fails the run before it is recorded.
+    if (spec.benchmarks) await checkBenchmarkTasks(spec.benchmarks, runId);
     linkViewer(await recordRunStart({ runId, kind: 'GrpoTraining', spec }));
     // Record the policy's base with the trainer before any step, so the policy server serves
     // iteration 0 from spec.policy.base (not from its own --base).
@@ -202,12 +205,19 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
         spec.evaluateEvery > 0 && (iteration + 1) % spec.evaluateEvery === 0
           ? await evaluateHeldOut(plan.heldOutTaskIds, `step-${policyStep}`)
           : undefined;
+      // tau2 / BFCL on this step's checkpoint: a child Evaluation run, waited on (grpo-benchmarks.ts).
+      let benchmarks = undefined as Awaited<ReturnType<typeof evaluateBenchmarks>> | undefined;
+      if (benchmarksDue(spec.benchmarks, iteration, progress.totalIterations, stopping)) {
+        control.progress(iteration, `iteration ${iteration + 1}: benchmarks of step-${policyStep}`);
+        benchmarks = await evaluateBenchmarks(spec.benchmarks, runId, policyStep);
+      }
       latestMetrics = {
         iteration,
         policyVersion: `step-${policyStep}`,
         ...rollouts,
         rolloutsJudged,
         ...(evaluation ? { evaluation } : {}),
+        ...(benchmarks ? { benchmarks } : {}),
         zeroVarianceGroups: batch.zeroVarianceGroups,
         // Judged rollouts not trained on, by why (absent in histories from before it was reported).
         ...(batch.leftOut ? { leftOut: batch.leftOut } : {}),
