@@ -81,14 +81,19 @@ describe('a worker metrics endpoint', () => {
     expect(scraped).toMatch(/^# TYPE mockworld_rollout_reward histogram/m);
     await handle.result();
 
-    // Every series the Grafana dashboard plots is one this endpoint serves.
+    // Every series the Grafana dashboard plots is one this endpoint serves, but the trainer's
+    // (mockworld_trainer_*: the Python trainer's endpoint, checked by workers/trainer/tests/test_metrics.py).
     const dashboard = JSON.parse(
       await readFile(path.join(REPO_ROOT, 'deploy/grafana/mockworld-dashboard.json'), 'utf8'),
     );
     const exprs: string[] = dashboard.panels.flatMap((p: { targets: { expr: string }[] }) =>
       p.targets.map((t) => t.expr),
     );
-    const names = new Set(exprs.flatMap((e) => e.match(/\b(?:mockworld|temporal)_[a-z_]+/g) ?? []));
+    const names = new Set(
+      exprs
+        .flatMap((e) => e.match(/\b(?:mockworld|temporal)_[a-z_]+/g) ?? [])
+        .filter((name) => !name.startsWith('mockworld_trainer_')),
+    );
     const final = await (await fetch(`http://${address}/metrics`)).text();
     const missing = [...names].filter((name) => {
       const family = name.replace(/_(bucket|sum|count)$/, '');

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import re
 import socket
 import urllib.request
@@ -13,7 +14,7 @@ import uuid
 import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
-from test_worker import TrainerCaller, _temporal_cli
+from test_worker import ROOT, TrainerCaller, _temporal_cli
 from trainer_data import TINY
 
 from mockworld_trainer.temporal_connection import connect_settings, with_metrics
@@ -65,6 +66,13 @@ def test_the_endpoint_serves_the_sdk_series_and_the_step_series(trainer, batch_r
     assert 0 < next(iter(total.values())) < 120
     buckets = _samples(text, "mockworld_trainer_step_duration_seconds_bucket")
     assert any('le="0.5"' in labels for labels in buckets) and any('le="3600"' in labels for labels in buckets)
+
+    # Every trainer series the Grafana dashboard plots is one this endpoint serves.
+    dashboard = json.loads((ROOT / "deploy" / "grafana" / "mockworld-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    names = {n for e in exprs for n in re.findall(r"\bmockworld_trainer_[a-z_]+", e)}
+    assert names, "the dashboard plots no trainer series"
+    assert [n for n in sorted(names) if not _samples(text, n)] == []
 
 
 def test_without_an_address_nothing_is_served():
