@@ -123,7 +123,7 @@ export const EnvironmentSchema = z.object({
     .regex(/^[^\s:]+:\d+$/, 'must be host:port, e.g. 0.0.0.0:9464')
     .optional()
     .describe(
-      "Set: the worker serves its Temporal SDK metrics for Prometheus at http://<this>/metrics (also the containers' probe).",
+      "Set: the worker serves its Temporal SDK metrics and mockworld's for Prometheus at http://<this>/metrics (also the containers' probe); the model gateway and the world service serve their request metrics there.",
     ),
   MOCKWORLD_WORLD_AUTH: z
     .string()
