@@ -8,11 +8,38 @@ import { VEGA_LITE_SCHEMA, type ChartSpec } from './spec.js';
 const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const ROLLOUTS = 'rollouts: mean ± std (policy before the step)';
 const HELD_OUT = 'held-out: mean (policy after it)';
+/** Colours of the benchmark curves, after the rollouts' blue and the held-out red. */
+const BENCHMARK_COLORS = ['#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf', '#bcbd22'];
+
+/**
+ * The benchmark scores of a GrpoTraining run with `benchmarks` (workflows/grpo-benchmarks.ts):
+ * Avg@k per benchmark group at each benchmarked iteration, of the policy after its step.
+ */
+function benchmarkPoints(iterations: readonly IterationMetrics[]) {
+  return iterations.flatMap(({ iteration, metrics }) => {
+    const scores = metrics.benchmarks as Record<string, unknown> | undefined;
+    return ['bfcl', 'tau2'].flatMap((benchmark) =>
+      Object.entries((scores?.[benchmark] ?? {}) as Record<string, { avg?: unknown }>).flatMap(
+        ([group, value]) =>
+          group !== 'overall' && finite(value?.avg)
+            ? [
+                {
+                  iteration,
+                  series: `${benchmark} ${group}: Avg@k (policy after the step)`,
+                  reward: value.avg,
+                },
+              ]
+            : [],
+      ),
+    );
+  });
+}
 
 /**
  * The rubric reward per iteration on its whole range [0, 1]: the rollouts' mean with ± one std
  * error bars, joined by a line, and the held-out evaluation's mean where one ran. Iterations
- * without a judged rollout have no point.
+ * without a judged rollout have no point. A run with `benchmarks` adds a dashed Avg@k curve per
+ * benchmark group (tau2 domain, BFCL category), on the same [0, 1] scale.
  */
 export function rewardChartSpec(runId: string, iterations: readonly IterationMetrics[]): ChartSpec {
   const rollouts = iterations.flatMap(({ iteration, metrics }) => {
@@ -38,6 +65,8 @@ export function rewardChartSpec(runId: string, iterations: readonly IterationMet
     series: ROLLOUTS,
     reward: rollouts.find((p) => p.iteration === iteration)?.reward ?? null,
   }));
+  const benchmarks = benchmarkPoints(iterations);
+  const benchmarkSeries = [...new Set(benchmarks.map((p) => p.series))];
   const last = Math.max(1, ...iterations.map((i) => i.iteration));
   const x = {
     field: 'iteration',
@@ -56,7 +85,14 @@ export function rewardChartSpec(runId: string, iterations: readonly IterationMet
     field: 'series',
     type: 'nominal',
     title: null,
-    scale: { domain: [ROLLOUTS, HELD_OUT], range: ['#1f77b4', '#d62728'] },
+    scale: {
+      domain: [ROLLOUTS, HELD_OUT, ...benchmarkSeries],
+      range: [
+        '#1f77b4',
+        '#d62728',
+        ...benchmarkSeries.map((_, i) => BENCHMARK_COLORS[i % BENCHMARK_COLORS.length]),
+      ],
+    },
     legend: { orient: 'bottom', direction: 'vertical', labelLimit: 520 },
   } as const;
   const tooltip = [
@@ -99,6 +135,19 @@ export function rewardChartSpec(runId: string, iterations: readonly IterationMet
         mark: { type: 'square', filled: true, size: 60 },
         encoding: { x, y, color, tooltip: [...tooltip] },
       },
+      ...(benchmarks.length
+        ? [
+            {
+              data: { values: benchmarks },
+              mark: {
+                type: 'line',
+                strokeDash: [4, 2],
+                point: { shape: 'triangle-up', filled: true, size: 60 },
+              },
+              encoding: { x, y, color, tooltip: [...tooltip] },
+            },
+          ]
+        : []),
     ],
   } as unknown as ChartSpec; // vega-lite's typings reject readonly literals; the render tests check the spec
 }

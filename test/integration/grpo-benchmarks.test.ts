@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -197,6 +197,12 @@ describe('benchmarks inside a GrpoTraining run', () => {
       ['0', 'step-1', '1.000', '1.000', '1.000', `${runId}-eval-step-1`],
       ['1', 'step-2', '1.000', '1.000', '1.000', `${runId}-eval-step-2`],
     ]);
+    // The benchmark curve next to the reward curve in the report's figure.
+    const plot = /reward curve: (\S+)/.exec(report.stdout)![1]!;
+    const svg = await readFile(plot, 'utf8');
+    expect(svg).toContain('bfcl multi_turn_base: Avg@k (policy after the step)');
+    const points = svg.match(/<path [^>]*aria-roledescription="point"[^>]*>/g) ?? [];
+    expect(points.filter((p) => p.includes('series: bfcl multi_turn_base: Avg@k'))).toHaveLength(2);
     await recordHistory(runId, 'grpo-training-benchmarks');
   }, 600_000);
 

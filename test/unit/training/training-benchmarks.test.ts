@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { renderRewardSvg } from '../../../activities/training/reward-plot.js';
 import { renderBenchmarkSteps } from '../../../cli/training-view.js';
 import type { EvaluationMetrics } from '../../../schemas/evaluation-contract.js';
 import { EvaluationSpecSchema } from '../../../schemas/evaluation-spec.js';
@@ -164,5 +165,40 @@ describe('benchmarks in a GrpoTraining spec', () => {
     expect(lines[3]).toMatch(/^2\s+step-3\s+r-eval-step-3\s+X: down$/);
     expect(lines).toHaveLength(4);
     expect(renderBenchmarkSteps([{ iteration: 0, policyVersion: 'step-1', metrics: {} }])).toBe('');
+  });
+
+  it('draws each benchmark group as a dashed Avg@k curve next to the reward curve', async () => {
+    const scores = (avg: number) => ({
+      evaluationId: 'x',
+      bfcl: { multi_turn_base: { avg, k: 1 }, overall: avg },
+      tau2: { retail: { avg: avg / 2, k: 2 } },
+    });
+    const svg = await renderRewardSvg('r', [
+      {
+        iteration: 0,
+        policyVersion: 'step-1',
+        metrics: { rewardMean: 0.2, rewardStd: 0, benchmarks: scores(0.4) },
+      },
+      { iteration: 1, policyVersion: 'step-2', metrics: { rewardMean: 0.3, rewardStd: 0 } },
+      {
+        iteration: 2,
+        policyVersion: 'step-3',
+        metrics: { rewardMean: 0.4, rewardStd: 0, benchmarks: scores(0.6) },
+      },
+    ]);
+    const points = [...svg.matchAll(/<path [^>]*aria-roledescription="point"[^>]*>/g)].map((m) => m[0]);
+    const benchmarkPoints = points
+      .map((p) => /aria-label="iteration: (\d); rubric reward: ([\d.]+); series: (\w+ \w+): Avg@k/.exec(p))
+      .filter((m) => m !== null)
+      .map((m) => `${m[3]} ${m[1]} ${m[2]}`);
+    expect(benchmarkPoints.sort()).toEqual([
+      'bfcl multi_turn_base 0 0.4',
+      'bfcl multi_turn_base 2 0.6',
+      'tau2 retail 0 0.2',
+      'tau2 retail 2 0.3',
+    ]);
+    expect(points).toHaveLength(3 + 4); // the rollouts' points are still there
+    expect(svg.match(/stroke-dasharray="4,2"/g)).toHaveLength(2);
+    expect(svg).toContain('bfcl multi_turn_base: Avg@k (policy after the step)'); // in the legend
   });
 });
