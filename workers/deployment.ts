@@ -1,5 +1,5 @@
 import { DefaultLogger, Runtime, type WorkerDeploymentOptions } from '@temporalio/worker';
-import { freeLoopbackPort, startMetricsServer } from './metrics-server.js';
+import { freeLoopbackPort, startMetricsServer } from '../services/http/metrics-server.js';
 import type { Environment } from '../schemas/environment.js';
 
 /**

@@ -2,7 +2,7 @@
  * mockworld's own Prometheus series (prom-client), beside the Temporal SDK runtime's: model calls
  * paid and answered from the cache, tokens and cost by role, errors by kind, tool-mapping hits,
  * rollouts and rewards. Counting is always on and costs a map update; the series are served only
- * where MOCKWORLD_METRICS_ADDRESS is set (workers/metrics-server.ts).
+ * where MOCKWORLD_METRICS_ADDRESS is set (services/http/metrics-server.ts).
  */
 import { Counter, Histogram, Registry } from 'prom-client';
 

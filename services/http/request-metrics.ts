@@ -4,7 +4,7 @@
  */
 import type http from 'node:http';
 import { requestOutcome, serviceRequestSeconds } from '../../activities/telemetry/metrics.js';
-import { startMetricsServer } from '../../workers/metrics-server.js';
+import { startMetricsServer } from './metrics-server.js';
 
 /**
  * Observes each request of `server` when its response closes. `routeOf` names the route with a

@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { metricsRegistry } from '../activities/telemetry/metrics.js';
+import { metricsRegistry } from '../../activities/telemetry/metrics.js';
 
 /** A free loopback port for the SDK's own exporter (closed again before the SDK binds it). */
 export async function freeLoopbackPort(): Promise<number> {
