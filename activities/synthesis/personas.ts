@@ -1,8 +1,8 @@
-import { createReadStream } from 'node:fs';
 import type pg from 'pg';
 import { resolveDataFile } from '../data-files.js';
 import { hasUnstorable } from '../store/storable.js';
 import { PersonaFileError } from './errors.js';
+import { readCheckedLines, type CheckedLines } from './checked-lines.js';
 
 /** Longest persona accepted, in characters; longer ones are refused, never cut. */
 export const MAX_PERSONA_CHARS = 4_000;
@@ -47,44 +47,6 @@ function checkLine(text: string): { id: string; persona: string } | string {
 /** Longest persona line read, in bytes; longer lines are refused without being held in memory. */
 export const MAX_PERSONA_LINE_BYTES = 64 * 1024;
 
-/** Refused lines recorded one by one, at most; beyond it they are only counted. */
-export const MAX_RECORDED_REFUSALS = 10_000;
-
-/**
- * The lines of a file, each as text, or `null` for a line longer than `maxBytes` (its bytes are
- * skipped as they stream by, so one enormous line cannot exhaust memory). A trailing CR is dropped.
- */
-export async function* boundedLines(file: string, maxBytes: number): AsyncGenerator<string | null> {
-  let parts: Buffer[] = [];
-  let size = 0;
-  let oversized = false;
-  const line = (): string | null => {
-    const text = oversized ? null : Buffer.concat(parts, size).toString('utf8').replace(/\r$/, '');
-    parts = [];
-    size = 0;
-    oversized = false;
-    return text;
-  };
-  const take = (piece: Buffer) => {
-    if (oversized) return;
-    size += piece.length;
-    if (size > maxBytes) {
-      oversized = true;
-      parts = [];
-    } else parts.push(piece);
-  };
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-    let start = 0;
-    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
-      take(chunk.subarray(start, end));
-      yield line();
-      start = end + 1;
-    }
-    take(chunk.subarray(start));
-  }
-  if (size > 0 || oversized) yield line();
-}
-
 /**
  * Reads a persona JSONL file into `synthesis_personas` (valid lines, in order, deduplicated by id)
  * and records every refused line with its reason. Idempotent: a retry inserts nothing new.
@@ -92,38 +54,27 @@ export async function* boundedLines(file: string, maxBytes: number): AsyncGenera
  */
 export async function loadPersonas(pool: pg.Pool, input: LoadPersonasInput): Promise<LoadPersonasResult> {
   const file = resolveDataFile(input.path, 'personas');
-  const chosen: { id: string; persona: string }[] = [];
-  const refused: { line: number; reason: string }[] = [];
-  const rejectedByReason: Record<string, number> = {};
-  let rejected = 0;
-  const refuse = (line: number, reason: string) => {
-    rejected++;
-    rejectedByReason[reason] = (rejectedByReason[reason] ?? 0) + 1;
-    if (refused.length < MAX_RECORDED_REFUSALS) refused.push({ line, reason });
-  };
   const ids = new Set<string>();
-  let validSeen = 0;
-  let lineNo = 0;
+  const unique = (text: string) => {
+    const checked = checkLine(text);
+    if (typeof checked === 'string') return checked;
+    if (ids.has(checked.id)) return 'duplicate id';
+    ids.add(checked.id);
+    return checked;
+  };
+  let read: CheckedLines<{ id: string; persona: string }>;
   try {
-    for await (const text of boundedLines(file, MAX_PERSONA_LINE_BYTES)) {
-      lineNo++;
-      if (text === null) {
-        refuse(lineNo, `line longer than ${MAX_PERSONA_LINE_BYTES} bytes`);
-        continue;
-      }
-      if (text.trim() === '') continue;
-      const checked = checkLine(text);
-      if (typeof checked === 'string') refuse(lineNo, checked);
-      else if (ids.has(checked.id)) refuse(lineNo, 'duplicate id');
-      else {
-        ids.add(checked.id);
-        if (validSeen++ >= input.offset) chosen.push(checked);
-      }
-      if (chosen.length >= input.limit) break;
-    }
+    read = await readCheckedLines(file, {
+      offset: input.offset,
+      limit: input.limit,
+      maxLineBytes: MAX_PERSONA_LINE_BYTES,
+      check: unique,
+    });
   } catch (error) {
     throw new PersonaFileError(file, (error as Error).message);
   }
+  const chosen = read.chosen.map((c) => c.value);
+  const { refused, rejected, rejectedByReason } = read;
   await pool.query(
     `INSERT INTO synthesis_personas (run_id, idx, persona_id, persona)
      SELECT $1, t.idx, t.persona_id, t.persona

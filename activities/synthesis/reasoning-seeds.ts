@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { SeedProblemSchema } from '../../schemas/reasoning-synthesis.js';
+import { SeedProblemSchema, type SeedProblem } from '../../schemas/reasoning-synthesis.js';
 import { resolveDataFile } from '../data-files.js';
 import { PersonaFileError } from './errors.js';
-import { boundedLines, MAX_RECORDED_REFUSALS } from './personas.js';
+import { readCheckedLines, type CheckedLines } from './checked-lines.js';
 
 /** Longest seed line read, in bytes; longer lines are refused without being held in memory. */
 export const MAX_SEED_LINE_BYTES = 64 * 1024;
@@ -50,39 +50,24 @@ function checkSeedLine(text: string) {
  */
 export async function loadReasoningSeeds(pool: pg.Pool, input: LoadSeedsInput): Promise<LoadSeedsResult> {
   const file = resolveDataFile(input.path, 'reasoning seed problems');
-  const chosen: { line: number; kind: string; question: string; answer: string | null }[] = [];
-  const refused: { line: number; reason: string }[] = [];
-  const rejectedByReason: Record<string, number> = {};
-  let rejected = 0;
-  const refuse = (line: number, reason: string) => {
-    rejected++;
-    rejectedByReason[reason] = (rejectedByReason[reason] ?? 0) + 1;
-    if (refused.length < MAX_RECORDED_REFUSALS) refused.push({ line, reason });
-  };
-  let validSeen = 0;
-  let lineNo = 0;
+  let read: CheckedLines<SeedProblem>;
   try {
-    for await (const text of boundedLines(file, MAX_SEED_LINE_BYTES)) {
-      lineNo++;
-      if (text === null) {
-        refuse(lineNo, `line longer than ${MAX_SEED_LINE_BYTES} bytes`);
-        continue;
-      }
-      if (text.trim() === '') continue;
-      const checked = checkSeedLine(text);
-      if (typeof checked === 'string') refuse(lineNo, checked);
-      else if (validSeen++ >= input.offset)
-        chosen.push({
-          line: lineNo,
-          kind: checked.kind,
-          question: checked.question,
-          answer: checked.answer ?? null,
-        });
-      if (chosen.length >= input.limit) break;
-    }
+    read = await readCheckedLines(file, {
+      offset: input.offset,
+      limit: input.limit,
+      maxLineBytes: MAX_SEED_LINE_BYTES,
+      check: checkSeedLine,
+    });
   } catch (error) {
     throw new PersonaFileError(file, (error as Error).message, 'reasoning seed problems');
   }
+  const chosen = read.chosen.map(({ line, value }) => ({
+    line,
+    kind: value.kind,
+    question: value.question,
+    answer: value.answer ?? null,
+  }));
+  const { refused, rejected, rejectedByReason } = read;
   await pool.query(
     `INSERT INTO reasoning_problems (problem_id, run_id, idx, line, kind, source_question, source_answer)
      SELECT t.problem_id, $1, t.idx, t.line, t.kind, t.question, t.answer

@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getPool } from '../../activities/store/db.js';
+import { MAX_RECORDED_REFUSALS } from '../../activities/synthesis/checked-lines.js';
 import {
   loadPersonas,
   MAX_PERSONA_CHARS,
   MAX_PERSONA_LINE_BYTES,
-  MAX_RECORDED_REFUSALS,
 } from '../../activities/synthesis/personas.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { lostOrAltered, snapshot } from './db-snapshot.js';
