@@ -53,4 +53,3 @@ export async function demo(specFile: string): Promise<number> {
   console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
   return 0;
 }
-

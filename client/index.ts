@@ -5,7 +5,15 @@ import { statusQuery } from '../workflows/controls.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflows/grpo-controls.js';
 import { cellStatesQuery } from '../workflows/study-controls.js';
 import { connectClient, type ConnectOptions } from './connect.js';
-import { cancelRun, describeRun, queryRun, signalRun, startRun, taskStage, type RunOverview } from './runs.js';
+import {
+  cancelRun,
+  describeRun,
+  queryRun,
+  signalRun,
+  startRun,
+  taskStage,
+  type RunOverview,
+} from './runs.js';
 
 export { connectClient, type ConnectOptions } from './connect.js';
 export { defaultWorkflowId, type RunOverview } from './runs.js';
@@ -24,7 +32,9 @@ export { defaultWorkflowId, type RunOverview } from './runs.js';
  */
 export class MockworldClient {
   /** Connects to Temporal (options default to the environment, as for the workers). */
-  static async connect(options: ConnectOptions & { readonly taskQueue?: string } = {}): Promise<MockworldClient> {
+  static async connect(
+    options: ConnectOptions & { readonly taskQueue?: string } = {},
+  ): Promise<MockworldClient> {
     return new MockworldClient(await connectClient(options), options.taskQueue);
   }
 

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { PolicyBaseSchema } from './grpo-spec.js';
-import { ModelEndpointSchema, ModelRoleSchema, PolicySamplingSchema, RunBudgetSchema } from './model-endpoint.js';
+import {
+  ModelEndpointSchema,
+  ModelRoleSchema,
+  PolicySamplingSchema,
+  RunBudgetSchema,
+} from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
 import { TrainerStepFields } from './trainer-step.js';
 

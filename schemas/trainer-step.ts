@@ -172,13 +172,23 @@ const CommonMetrics = {
   num_updates: count('Optimizer updates applied or skipped.'),
   truncated_samples: count('Transcripts cut to max_seq_len.'),
   duration_s: z.number().min(0).describe('Seconds the update took (loading and saving excluded).'),
-  tokens_per_s: metric('Transcript tokens of the batch per second of the update (every rank together).').optional(),
+  tokens_per_s: metric(
+    'Transcript tokens of the batch per second of the update (every rank together).',
+  ).optional(),
   padding_fraction: metric('Share of forward positions that were padding (0 when packed).').optional(),
   peak_memory_bytes: count(
     'Peak memory of the busiest rank: CUDA tensors allocated during the step, or on CPU the peak RSS of the process.',
   ).optional(),
-  peak_memory_bytes_per_rank: z.array(z.number().int().min(0)).describe('peak_memory_bytes of each rank.').optional(),
-  world_size: z.number().int().min(1).describe('Processes that applied the step (torchrun ranks).').optional(),
+  peak_memory_bytes_per_rank: z
+    .array(z.number().int().min(0))
+    .describe('peak_memory_bytes of each rank.')
+    .optional(),
+  world_size: z
+    .number()
+    .int()
+    .min(1)
+    .describe('Processes that applied the step (torchrun ranks).')
+    .optional(),
 };
 
 /** Metrics of an SFT step. */

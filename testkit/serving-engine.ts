@@ -130,7 +130,8 @@ export function createEngineDouble(kind: EngineKind, baseModel: string): EngineD
       }
       if (key === 'GET /is_sleeping') return ok({ is_sleeping: state.sleepLevel > 0 || state.kvCacheAsleep });
       if (key === 'POST /collective_rpc') {
-        if (body['method'] !== 'reload_weights') return error(400, `unknown method ${String(body['method'])}`);
+        if (body['method'] !== 'reload_weights')
+          return error(400, `unknown method ${String(body['method'])}`);
         if (state.sleepLevel > 0) return error(500, 'cannot reload weights while they are asleep');
         const kwargs = (body['kwargs'] ?? {}) as Record<string, unknown>;
         if (!state.ignoreLoads) state.weightsPath = String(kwargs['weights_path'] ?? state.weightsPath);
@@ -177,7 +178,13 @@ export function createEngineDouble(kind: EngineKind, baseModel: string): EngineD
       const result = fault
         ? error(fault.status ?? 500, `injected admin error on ${path}`)
         : route(method, path, parsed.searchParams, body)!;
-      state.calls.push({ at: Date.now(), method, route: `${path}${parsed.search}`, body: rawBody, status: result.status });
+      state.calls.push({
+        at: Date.now(),
+        method,
+        route: `${path}${parsed.search}`,
+        body: rawBody,
+        status: result.status,
+      });
       return result;
     },
   };

@@ -16,7 +16,12 @@ import type { SyncPolicyResult } from '../schemas/policy-serving.js';
 const { syncPolicyWeights } = proxyActivities<Pick<TrainingActivities, 'syncPolicyWeights'>>({
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+  },
 });
 
 type Policy = GrpoSpec['policy'];

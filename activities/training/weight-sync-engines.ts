@@ -72,7 +72,12 @@ export class AdminClient {
       detail = `HTTP ${response.status}: ${text.slice(0, 300)}`;
       // 408 and 429 are "later"; any other 4xx is the same answer next time.
       if (response.status < 500 && response.status !== 408 && response.status !== 429) {
-        throw new WeightSyncRejectedError(this.url, `${method} ${route}`, response.status, text.slice(0, 300));
+        throw new WeightSyncRejectedError(
+          this.url,
+          `${method} ${route}`,
+          response.status,
+          text.slice(0, 300),
+        );
       }
     }
     throw new ReplicaUnavailableError(this.url, `${method} ${route}`, detail);
@@ -187,7 +192,12 @@ function sglangFullDriver(input: SyncPolicyInput): EngineDriver {
         weight_version: version,
       })) as { success?: boolean; message?: string };
       if (answer.success === false) {
-        throw new WeightSyncRejectedError(admin.url, 'POST /update_weights_from_disk', 200, String(answer.message));
+        throw new WeightSyncRejectedError(
+          admin.url,
+          'POST /update_weights_from_disk',
+          200,
+          String(answer.message),
+        );
       }
     },
     async cleanup() {},
@@ -208,7 +218,10 @@ function vllmFullDriver(input: SyncPolicyInput): EngineDriver {
       if (input.modelPath === null) return;
       await admin.post('/sleep?level=2');
       await admin.post('/wake_up?tags=weights');
-      await admin.post('/collective_rpc', { method: 'reload_weights', kwargs: { weights_path: input.modelPath } });
+      await admin.post('/collective_rpc', {
+        method: 'reload_weights',
+        kwargs: { weights_path: input.modelPath },
+      });
       await admin.post('/wake_up?tags=kv_cache');
     },
     async cleanup() {},

@@ -8,7 +8,12 @@ import { temporal } from '@temporalio/proto';
 import { describe, expect, inject, it } from 'vitest';
 import { startCountingProxy, type CountingProxy } from '../../testkit/counting-proxy.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
-import { fixturePolicy, fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
+import {
+  fixturePolicy,
+  fixtureTaskId,
+  grpoFixtureScript,
+  insertFixtureTasks,
+} from '../../testkit/grpo-fixture.js';
 import { replayRecordedSteps } from '../../testkit/grpo-replay.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
 import { startPython, type PythonProcess } from '../../testkit/python-process.js';

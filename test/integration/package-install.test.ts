@@ -51,7 +51,10 @@ describe('the packed mockworld package in a project of its own', () => {
       cwd: REPO_ROOT,
       maxBuffer: 64 * 1024 * 1024,
     });
-    const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
+    const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as {
+      filename: string;
+      files: { path: string }[];
+    }[];
     const shipped = packed!.files.map((file) => file.path);
     expect(shipped).toContain('dist/workers/plugin.js');
     expect(shipped).toContain('dist/workers/plugin.d.ts');
@@ -64,7 +67,14 @@ describe('the packed mockworld package in a project of its own', () => {
     );
     await run(
       'npm',
-      ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${packed!.filename}`, '@temporalio/worker@1.24.0'],
+      [
+        'install',
+        '--no-audit',
+        '--no-fund',
+        '--prefer-offline',
+        `./${packed!.filename}`,
+        '@temporalio/worker@1.24.0',
+      ],
       { cwd: project, maxBuffer: 64 * 1024 * 1024 },
     );
     expect(await readdir(path.join(project, 'node_modules', 'mockworld', 'dist'))).toContain('index.js');
@@ -96,26 +106,35 @@ console.log(JSON.stringify(await run.result()));
 await mockworld.close();
 `,
     );
-    worker = spawn(process.execPath, ['worker.mjs'], { cwd: project, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    worker = spawn(process.execPath, ['worker.mjs'], {
+      cwd: project,
+      env: env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let workerLog = '';
     worker.stdout!.on('data', (chunk: Buffer) => (workerLog += chunk.toString()));
     worker.stderr!.on('data', (chunk: Buffer) => (workerLog += chunk.toString()));
 
     const workflowId = `packed-smoke-${Date.now()}`;
-    const started = await run(process.execPath, ['start.mjs', workflowId], { cwd: project, env: env() }).catch(
-      (error: Error) => {
-        throw new Error(`${error.message}\nworker log:\n${workerLog}`);
-      },
-    );
+    const started = await run(process.execPath, ['start.mjs', workflowId], {
+      cwd: project,
+      env: env(),
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker log:\n${workerLog}`);
+    });
     expect(JSON.parse(started.stdout.trim().split('\n').pop()!)).toMatchObject({ steps: 2 });
     const rows = await query(db.url, 'SELECT kind, status FROM runs WHERE run_id = $1', [workflowId]);
     expect(rows).toEqual([{ kind: 'Smoke', status: 'completed' }]);
 
     // The compiled CLI the package installs as its bin.
-    const status = await run(path.join(project, 'node_modules', '.bin', 'mockworld'), ['status', workflowId, '--json'], {
-      cwd: project,
-      env: env(),
-    });
+    const status = await run(
+      path.join(project, 'node_modules', '.bin', 'mockworld'),
+      ['status', workflowId, '--json'],
+      {
+        cwd: project,
+        env: env(),
+      },
+    );
     expect(JSON.parse(status.stdout)).toMatchObject({ workflowId, temporalStatus: 'COMPLETED' });
   }, 900_000);
 });

@@ -153,7 +153,8 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
   },
   [WeightSyncRejectedError.type]: {
     retried: false,
-    make: () => new WeightSyncRejectedError('http://vllm-0:8000', '/v1/load_lora_adapter', 404, 'not enabled'),
+    make: () =>
+      new WeightSyncRejectedError('http://vllm-0:8000', '/v1/load_lora_adapter', 404, 'not enabled'),
   },
   [StudyInputError.type]: {
     retried: false,

@@ -109,15 +109,23 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
       for (const r of rs) {
         const updates = r.engine!.state.calls.filter((c) => c.route === '/update_weights_from_disk');
         expect(updates.map((c) => c.body)).toEqual([
-          { model_path: path.join(dir, 'checkpoints', runId, 'step-00000001', 'model'), weight_version: 'step-1' },
-          { model_path: path.join(dir, 'checkpoints', runId, 'step-00000002', 'model'), weight_version: 'step-2' },
+          {
+            model_path: path.join(dir, 'checkpoints', runId, 'step-00000001', 'model'),
+            weight_version: 'step-1',
+          },
+          {
+            model_path: path.join(dir, 'checkpoints', runId, 'step-00000002', 'model'),
+            weight_version: 'step-2',
+          },
         ]);
         expect(r.engine!.state.weightVersion).toBe('step-2');
         // One task group per replica (round robin): 2 rollouts per iteration each, and iteration
         // 1's only after this replica reported step-1.
         const calls = policyCalls(r);
         expect(calls).toHaveLength(4);
-        const verified = r.engine!.state.calls.find((c) => c.route === '/model_info' && c.at > updates[0]!.at)!;
+        const verified = r.engine!.state.calls.find(
+          (c) => c.route === '/model_info' && c.at > updates[0]!.at,
+        )!;
         expect(calls.filter((at) => at > verified.at)).toHaveLength(2);
       }
     } finally {
@@ -132,7 +140,9 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
       expect(await (await start(runId, rs, true)).result()).toMatchObject({ policyStep: 2 });
       const step = (n: number) => path.join(dir, 'checkpoints', runId, `step-0000000${n}`, 'adapter');
       for (const r of rs) {
-        expect(r.engine!.state.calls.filter((c) => c.method === 'POST').map((c) => [c.route, c.body])).toEqual([
+        expect(
+          r.engine!.state.calls.filter((c) => c.method === 'POST').map((c) => [c.route, c.body]),
+        ).toEqual([
           ['/v1/load_lora_adapter', { lora_name: `${runId}-step-1`, lora_path: step(1) }],
           ['/v1/load_lora_adapter', { lora_name: `${runId}-step-2`, lora_path: step(2) }],
           ['/v1/unload_lora_adapter', { lora_name: `${runId}-step-1` }],
@@ -185,7 +195,9 @@ describe('GRPO rollouts on serving-engine replicas, synced after every step', ()
       expect(pushes.length).toBeGreaterThan(1);
       // No rollout of iteration 1 on either replica: only iteration 0's 2 per replica.
       expect(rs.map((r) => policyCalls(r).length)).toEqual([2, 2]);
-      const firstPush = Math.min(...rs.map((r) => r.engine!.state.calls.find((c) => c.method === 'POST')!.at));
+      const firstPush = Math.min(
+        ...rs.map((r) => r.engine!.state.calls.find((c) => c.method === 'POST')!.at),
+      );
       for (const r of rs) expect(policyCalls(r).every((at) => at < firstPush)).toBe(true);
     } finally {
       await Promise.all(rs.map((r) => r.close()));

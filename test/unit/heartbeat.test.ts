@@ -1,6 +1,10 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { firstHeartbeatDelayMs, heartbeatProgress, withLivenessHeartbeats } from '../../activities/heartbeat.js';
+import {
+  firstHeartbeatDelayMs,
+  heartbeatProgress,
+  withLivenessHeartbeats,
+} from '../../activities/heartbeat.js';
 
 /** A gate the test opens to let the activity go on. */
 function gate() {

@@ -64,7 +64,9 @@ interface Import {
 function relativeImports(file: string): Import[] {
   const text = readFileSync(path.join(REPO_ROOT, file), 'utf8');
   const found: Import[] = [];
-  for (const match of text.matchAll(/(import|export)(\s+type)?[^'";]*?from\s*'(\.{1,2}\/[^']+)'|import\(\s*(?:\/\*.*?\*\/\s*)?'(\.{1,2}\/[^']+)'\)/gs)) {
+  for (const match of text.matchAll(
+    /(import|export)(\s+type)?[^'";]*?from\s*'(\.{1,2}\/[^']+)'|import\(\s*(?:\/\*.*?\*\/\s*)?'(\.{1,2}\/[^']+)'\)/gs,
+  )) {
     const specifier = match[3] ?? match[4]!;
     const target = path.normalize(path.join(path.dirname(file), specifier)).replace(/\.js$/, '.ts');
     found.push({ file, target, typeOnly: Boolean(match[2]) });
@@ -90,7 +92,10 @@ describe('the layout', () => {
   it('workflow code imports from activities/ only types and pure modules', () => {
     const wrong = tsSources('workflows')
       .flatMap(relativeImports)
-      .filter(({ target, typeOnly }) => target.startsWith('activities/') && !typeOnly && !PURE_FOR_WORKFLOWS.has(target))
+      .filter(
+        ({ target, typeOnly }) =>
+          target.startsWith('activities/') && !typeOnly && !PURE_FOR_WORKFLOWS.has(target),
+      )
       .map(({ file, target }) => `${file} -> ${target}`);
     expect(wrong).toEqual([]);
   });

@@ -70,4 +70,11 @@ export {
   type ReportFigure,
   type StudyReport,
 } from './report.js';
-export { mean, meanCurve, sampleStd, summarizeByBudget, type BudgetSummary, type CurvePoint } from './stats.js';
+export {
+  mean,
+  meanCurve,
+  sampleStd,
+  summarizeByBudget,
+  type BudgetSummary,
+  type CurvePoint,
+} from './stats.js';

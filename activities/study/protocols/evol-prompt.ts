@@ -4,7 +4,12 @@
  * subfield and difficulty, answered as JSON ({@link EvolvedQuestionSchema}). Both messages live in
  * the one `evolInstruct` template, under a `System:` and a `User:` line as in the seed.
  */
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import {
+  loadTemplate,
+  renderTemplate,
+  type Template,
+  type TemplateChoice,
+} from '../../templates/templates.js';
 import { ProtocolInputError } from '../errors.js';
 import { goldTarget } from './judge-prompt.js';
 import { formatQuestion, optionsOf, type StudyQuestion } from './question-format.js';

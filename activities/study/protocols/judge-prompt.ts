@@ -3,7 +3,12 @@
  * placeholders filled with the source question, the gold target and the candidate response. The
  * gold answer is supplied, so the judge checks equivalence rather than solving the problem.
  */
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import {
+  loadTemplate,
+  renderTemplate,
+  type Template,
+  type TemplateChoice,
+} from '../../templates/templates.js';
 import { resolveOption } from './answers.js';
 import { formatQuestion, optionLetter, optionsOf, type StudyQuestion } from './question-format.js';
 import { requireStage, SHIPPED_TEMPLATES } from './stage-template.js';

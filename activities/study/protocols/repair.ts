@@ -6,7 +6,12 @@
  * (fast path, then judge) before it enters a pool.
  */
 import { RepairVariantSchema, type RepairOutput, type RepairVariant } from '../../../schemas/trace-repair.js';
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import {
+  loadTemplate,
+  renderTemplate,
+  type Template,
+  type TemplateChoice,
+} from '../../templates/templates.js';
 import { ProtocolInputError } from '../errors.js';
 import { goldTarget } from './judge-prompt.js';
 import { formatQuestion, type StudyQuestion } from './question-format.js';

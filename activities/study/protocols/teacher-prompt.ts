@@ -4,7 +4,12 @@
  * The same prompt is the user turn of the SFT example built from an accepted response, and the
  * student's prompt at evaluation.
  */
-import { loadTemplate, renderTemplate, type Template, type TemplateChoice } from '../../templates/templates.js';
+import {
+  loadTemplate,
+  renderTemplate,
+  type Template,
+  type TemplateChoice,
+} from '../../templates/templates.js';
 import { formatQuestion, type StudyQuestion } from './question-format.js';
 import { requireStage, SHIPPED_TEMPLATES } from './stage-template.js';
 

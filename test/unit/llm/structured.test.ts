@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModelClient, StructuredOutputRejectedError, type ModelClient } from '../../../activities/llm/index.js';
+import {
+  createModelClient,
+  StructuredOutputRejectedError,
+  type ModelClient,
+} from '../../../activities/llm/index.js';
 import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
 import { endpointOf, query, sampling, system } from './fixtures.js';

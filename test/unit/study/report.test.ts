@@ -73,7 +73,9 @@ function checkWellFormed(xml: string): string[] {
 
 /** The marks vega drew for one kind of symbol (`point`, `line mark`). */
 const marks = (svg: string, kind: string) =>
-  [...svg.matchAll(new RegExp(`<(?:path|line) [^>]*aria-roledescription="${kind}"[^>]*>`, 'g'))].map((m) => m[0]);
+  [...svg.matchAll(new RegExp(`<(?:path|line) [^>]*aria-roledescription="${kind}"[^>]*>`, 'g'))].map(
+    (m) => m[0],
+  );
 /** The vertices of a line mark's path, in SVG coordinates. */
 const vertices = (mark: string) =>
   [.../ d="([^"]*)"/.exec(mark)![1]!.matchAll(/[ML]([\d.]+),([\d.]+)/g)].map(

@@ -6,7 +6,11 @@ function spec(policy: Record<string, unknown>) {
   return {
     kind: 'GrpoTraining',
     dataset: { synthesisRunId: 'syn' },
-    policy: { base: { kind: 'tiny' }, endpoint: { baseUrl: 'http://gpu-1:8000/v1', model: 'qwen' }, ...policy },
+    policy: {
+      base: { kind: 'tiny' },
+      endpoint: { baseUrl: 'http://gpu-1:8000/v1', model: 'qwen' },
+      ...policy,
+    },
   };
 }
 
@@ -32,15 +36,18 @@ describe('policy.serving and policy.base.lora in a GrpoTraining spec', () => {
 
   it('refuses a full reload of a LoRA run on vLLM or SGLang unless its merged weights are saved', () => {
     const lora = { kind: 'tiny', lora: { r: 4 } };
-    expect(issues(spec({ base: lora, serving: { engine: 'vllm' } }))[0]).toMatch(/^policy\.base\.lora\.merge: must be true/);
-    expect(issues(spec({ base: { ...lora, lora: { r: 4, merge: true } }, serving: { engine: 'vllm' } }))).toEqual([]);
+    expect(issues(spec({ base: lora, serving: { engine: 'vllm' } }))[0]).toMatch(
+      /^policy\.base\.lora\.merge: must be true/,
+    );
+    expect(
+      issues(spec({ base: { ...lora, lora: { r: 4, merge: true } }, serving: { engine: 'vllm' } })),
+    ).toEqual([]);
     expect(issues(spec({ base: lora, serving: { engine: 'mockworld' } }))).toEqual([]); // it merges when it loads
   });
 
   it('names bad serving fields', () => {
-    expect(issues(spec({ serving: { engine: 'tgi', replicas: ['not a url'] } })).map((i) => i.split(':')[0])).toEqual([
-      'policy.serving.engine',
-      'policy.serving.replicas.0',
-    ]);
+    expect(
+      issues(spec({ serving: { engine: 'tgi', replicas: ['not a url'] } })).map((i) => i.split(':')[0]),
+    ).toEqual(['policy.serving.engine', 'policy.serving.replicas.0']);
   });
 });

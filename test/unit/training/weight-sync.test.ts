@@ -79,7 +79,11 @@ describe('syncPolicyWeights against the serving-engine double', () => {
   it('step 0 of a LoRA run is the base model, which needs no load', async () => {
     const rs = await replicas('sglang', 1);
     const result = await syncPolicyWeights(input(rs, 'sglang', 'lora', 0), noWait);
-    expect(result).toMatchObject({ step: 0, servedModel: 'base', replicas: [{ served: 'base', pushed: false }] });
+    expect(result).toMatchObject({
+      step: 0,
+      servedModel: 'base',
+      replicas: [{ served: 'base', pushed: false }],
+    });
     expect(rs[0]!.engine!.state.calls).toEqual([]);
   });
 
@@ -88,8 +92,15 @@ describe('syncPolicyWeights against the serving-engine double', () => {
     const result = await syncPolicyWeights(input(rs, 'sglang', 'full', 3), noWait);
     expect(result.servedModel).toBe('base');
     for (const r of rs) {
-      expect(r.engine!.state).toMatchObject({ weightVersion: 'step-3', weightsPath: `/ckpt/${RUN}/step-3/model` });
-      expect(r.engine!.state.calls.map((c) => c.route)).toEqual(['/model_info', '/update_weights_from_disk', '/model_info']);
+      expect(r.engine!.state).toMatchObject({
+        weightVersion: 'step-3',
+        weightsPath: `/ckpt/${RUN}/step-3/model`,
+      });
+      expect(r.engine!.state.calls.map((c) => c.route)).toEqual([
+        '/model_info',
+        '/update_weights_from_disk',
+        '/model_info',
+      ]);
     }
     const again = await syncPolicyWeights(input(rs, 'sglang', 'full', 3), noWait);
     expect(again.replicas.map((r) => r.pushed)).toEqual([false, false]);
