@@ -9,6 +9,10 @@ import { createEngineDouble, type EngineDouble, type EngineKind } from './servin
  * project, at the model boundary. It plays scripted answers, counts requests per role, and
  * injects the faults real endpoints produce (429, 5xx, hangs, cut bodies, bad JSON, huge answers).
  *
+ * Over 400 lines on purpose: the request handler, the fault kinds it plays and the stats it keeps
+ * share one request loop; the serving-engine admin double is already its own module
+ * (serving-engine.ts). A split would pass that loop's state between files for no reader's gain.
+ *
  * Role convention: a request's role is its `X-Mockworld-Role` header (the model client sends the
  * call's role there), else `metadata.role` when the body has one, else the value of a line
  * `role: <name>` in the first system message (e.g. "You are the teacher.\nrole: teacher").

@@ -2,6 +2,11 @@
  * The audit after a chaos run: what PostgreSQL, the Temporal histories, the trainer's checkpoints
  * and the model servers' own counts say about each run. Every number here is read back from the
  * real stores; nothing is inferred from what the harness meant to do.
+ *
+ * Over 400 lines on purpose: each check (tasks lost or duplicated, steps applied twice, answers
+ * paid twice, mapping consistency, unexplained retries) is a short query plus its explanation, and
+ * they share one snapshot of the run; split per check, each file would re-read the same stores.
+ * The fault injectors already live in their own modules (gateway-kill, slow-model, checkpoint-disk).
  */
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
