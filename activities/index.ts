@@ -2,6 +2,7 @@ import { loadEnvironment } from '../schemas/environment.js';
 import { withLivenessHeartbeats } from './heartbeat.js';
 import { createCorrectnessActivities } from './correctness/index.js';
 import { createModelClient } from './llm/index.js';
+import { createJudgeAuditActivities } from './reward/judge-audit.js';
 import { createRunActivities } from './runs.js';
 import { createSandboxActivities } from './sandbox/index.js';
 import { createSearchActivities } from './search/index.js';
@@ -27,6 +28,7 @@ export function createActivities(
     ...createSynthesisActivities(deps.databaseUrl, models),
     ...createTrainingActivities(deps.databaseUrl, models),
     ...createStudyActivities(deps.databaseUrl, models),
+    ...createJudgeAuditActivities(deps.databaseUrl, models),
     ...createSandboxActivities(loadEnvironment().MOCKWORLD_SANDBOX_VENV),
     ...createSearchActivities(deps.databaseUrl),
     ...createCorrectnessActivities(deps.databaseUrl, models, loadEnvironment().MOCKWORLD_SANDBOX_VENV),

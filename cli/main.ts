@@ -18,6 +18,7 @@ import { cellStatesQuery } from '../workflows/study-controls.js';
 import { runCpuWorker } from '../workers/cpu-worker.js';
 import { demo } from './demo.js';
 import { renderEvaluationReport } from './evaluation-view.js';
+import { renderJudgeAuditReport } from './judge-audit-view.js';
 import { taskStatus } from './task-status.js';
 import { renderReport } from './report-view.js';
 import { exportRun, readReport, waitForRun, writeRewardPlot } from './run-commands.js';
@@ -228,6 +229,10 @@ async function main(argv: string[]): Promise<number> {
         const pool = getPool(loadEnvironment().DATABASE_URL);
         const view = await renderEvaluationReport(pool, report.runId, report.status, report.summary);
         print(view.text, { ...report, ...view.json });
+        return 0;
+      }
+      if (report.kind === 'JudgeAudit') {
+        print(renderJudgeAuditReport(report.runId, report.status, report.summary), report);
         return 0;
       }
       if (report.kind === 'ScalingStudy') {

@@ -91,6 +91,7 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
       return { ...spec, templates: templates(spec.templates) };
     case 'Smoke':
     case 'Evaluation':
+    case 'JudgeAudit':
       return spec;
     default: {
       const unknown: never = spec;

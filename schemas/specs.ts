@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { boundedText, boundIssues, SpecValidationError, specIssues, type SpecIssue } from './spec-error.js';
 import { EvaluationSpecSchema } from './evaluation-spec.js';
 import { GrpoSpecSchema } from './grpo-spec.js';
+import { JudgeAuditSpecSchema } from './judge-audit-spec.js';
 import { applyPreset, PAPER_PRESETS } from './presets.js';
 import { ScalingStudySpecSchema } from './scaling-study-spec.js';
 import { SmokeSpecSchema } from './smoke-spec.js';
@@ -17,6 +18,7 @@ export const SPEC_SCHEMAS = {
   GrpoTraining: GrpoSpecSchema,
   ScalingStudy: ScalingStudySpecSchema,
   Evaluation: EvaluationSpecSchema,
+  JudgeAudit: JudgeAuditSpecSchema,
 } as const;
 
 /** A pipeline kind. */

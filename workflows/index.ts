@@ -9,6 +9,7 @@ export { StudySampling } from './study-sampling.js';
 export { StudyCell } from './study-cell.js';
 export { Evaluation } from './evaluation.js';
 export { EvaluationGroup } from './evaluation-group.js';
+export { JudgeAudit } from './judge-audit.js';
 // Any other type: fails at once with the kinds above (a bundle that re-exports this module
 // should re-export `default` too).
 export { UnknownWorkflowType as default } from './unknown-type.js';

@@ -45,10 +45,31 @@ export class EpisodeNotGradableError extends Error {
   }
 }
 
+/**
+ * Thrown when a judge stability audit cannot be planned: the training run does not exist or is
+ * not a GrpoTraining run, or it has no held-out evaluation episodes at a checkpoint the spec asks
+ * for. Names the spec field to change. Not retryable: the spec (or the training run) must change.
+ */
+export class JudgeAuditPlanError extends Error {
+  static readonly type = 'JudgeAuditPlanError';
+  static readonly retryable = false;
+  override readonly name = JudgeAuditPlanError.type;
+  constructor(
+    readonly trainingRunId: string,
+    /** The spec field at fault (`trainingRunId`, `checkpoints`). */
+    readonly field: string,
+    /** What is wrong and what to change. */
+    readonly detail: string,
+  ) {
+    super(`Cannot audit the judge of run ${trainingRunId}: ${field}: ${detail}`);
+  }
+}
+
 /** Every error of the reward, for the retry policies and the retry-table test. */
 export const REWARD_ERRORS = [
   UngradableRubricError,
   EpisodeNotGradableError,
+  JudgeAuditPlanError,
 ] as const satisfies readonly ErrorClass[];
 
 /** Types of {@link REWARD_ERRORS} a retry cannot fix. */

@@ -5,6 +5,7 @@ import {
   judgementSchema,
   type JudgeInput,
   type JudgeInputData,
+  type Judgement,
 } from '../../schemas/rubric-judge.js';
 import { RubricSchema, type Rubric } from '../../schemas/synthesis-records.js';
 import type { ModelClient } from '../llm/index.js';
@@ -13,7 +14,7 @@ import { RowVanishedError } from '../store/errors.js';
 import { renderTranscript } from '../synthesis/transcript.js';
 import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
 import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
-import { rubricReward } from './reward.js';
+import { rubricReward, type RubricReward } from './reward.js';
 import { truncationNote } from './truncation-note.js';
 import { sortedJudgement, verdictsOf } from './verdicts.js';
 
@@ -74,6 +75,53 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
   const stored = await findJudgement(pool, input);
   if (stored) return stored;
 
+  const { judgement, reward, cacheKey, judgeModel, templateId } = await askJudge(deps, input);
+  await pool.query(
+    `INSERT INTO judgements (episode_id, task_id, run_id, judge_model, template_id, llm_cache_key, verdicts,
+                             forbidden_violated, sub_goal_fraction, interaction_fraction, reward)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11)
+     ON CONFLICT (episode_id) DO NOTHING`,
+    [
+      input.episodeId,
+      input.taskId,
+      input.runId,
+      judgeModel,
+      templateId,
+      cacheKey,
+      JSON.stringify(judgement),
+      reward.forbiddenViolated,
+      reward.subGoalFraction,
+      reward.interactionFraction,
+      reward.reward,
+    ],
+  );
+  // Read back: when a concurrent attempt wrote first, its judgement is the one that counts.
+  const written = await findJudgement(pool, input);
+  if (!written) throw new RowVanishedError('judgements', input.episodeId);
+  return written;
+}
+
+/** One answer of the judge on an episode, before anything is stored. */
+export interface JudgeAnswer {
+  /** The verdicts, sorted into rubric order. */
+  readonly judgement: Judgement;
+  readonly reward: RubricReward;
+  /** `llm_calls` key of the judge call (the first, unrepaired one). */
+  readonly cacheKey: string;
+  /** Model name of the judge endpoint. */
+  readonly judgeModel: string;
+  /** The judge template's id (v1/judge or file:<sha256 prefix>). */
+  readonly templateId: string;
+}
+
+/**
+ * Asks the judge once (the call of sample index `input.draw`) to grade the episode against its
+ * task's rubric, and computes R(τ); stores nothing itself. The same prompt for every caller, so
+ * a judge stability audit (judge-audit.ts) judges exactly what training judged. Throws what
+ * {@link judgeEpisode} says it throws.
+ */
+export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Promise<JudgeAnswer> {
+  const { pool } = deps;
   const task = await loadGradedTask(pool, input.taskId);
   const episode = await loadFinishedEpisode(pool, input);
   const schema = judgementSchema(task.rubric);
@@ -112,30 +160,13 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
     schema,
     JUDGEMENT_SCHEMA_NAME,
   );
-  const reward = rubricReward(verdictsOf(value));
-  await pool.query(
-    `INSERT INTO judgements (episode_id, task_id, run_id, judge_model, template_id, llm_cache_key, verdicts,
-                             forbidden_violated, sub_goal_fraction, interaction_fraction, reward)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11)
-     ON CONFLICT (episode_id) DO NOTHING`,
-    [
-      input.episodeId,
-      input.taskId,
-      input.runId,
-      endpoint.model,
-      template.id,
-      cacheKey,
-      JSON.stringify(sortedJudgement(value)),
-      reward.forbiddenViolated,
-      reward.subGoalFraction,
-      reward.interactionFraction,
-      reward.reward,
-    ],
-  );
-  // Read back: when a concurrent attempt wrote first, its judgement is the one that counts.
-  const written = await findJudgement(pool, input);
-  if (!written) throw new RowVanishedError('judgements', input.episodeId);
-  return written;
+  return {
+    judgement: sortedJudgement(value),
+    reward: rubricReward(verdictsOf(value)),
+    cacheKey,
+    judgeModel: endpoint.model,
+    templateId: template.id,
+  };
 }
 
 /** The stored judgement of the episode, if any; one of another task is a caller bug. */

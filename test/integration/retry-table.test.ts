@@ -16,7 +16,11 @@ import {
   ModelRetriesExhaustedError,
   StructuredOutputRejectedError,
 } from '../../activities/llm/errors.js';
-import { EpisodeNotGradableError, UngradableRubricError } from '../../activities/reward/errors.js';
+import {
+  EpisodeNotGradableError,
+  JudgeAuditPlanError,
+  UngradableRubricError,
+} from '../../activities/reward/errors.js';
 import { SandboxRequestError, SandboxUnavailableError } from '../../activities/sandbox/errors.js';
 import {
   SearchApiRejectedError,
@@ -117,6 +121,10 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
   [EpisodeNotGradableError.type]: {
     retried: false,
     make: () => new EpisodeNotGradableError('episode-1', 'it has not ended'),
+  },
+  [JudgeAuditPlanError.type]: {
+    retried: false,
+    make: () => new JudgeAuditPlanError('grpo-1', 'checkpoints', 'no held-out evaluation episodes at step 3'),
   },
   [SynthesisStageError.type]: {
     retried: false,
