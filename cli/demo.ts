@@ -22,7 +22,7 @@ export async function demo(specFile: string): Promise<number> {
   const env = loadEnvironment();
   const temporal = temporalTarget();
   await stackUp((line) => console.log(line), env, temporal);
-  if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining')
+  if (spec.kind === 'ScalingStudy' || spec.kind === 'GrpoTraining' || spec.kind === 'SftTraining')
     await trainerUp((line) => console.log(line), env);
   const connection = await connectWorker(temporal);
   const worker = await createCpuWorker(connection);

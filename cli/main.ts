@@ -232,7 +232,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       if (report.kind === 'JudgeAudit') {
-        print(renderJudgeAuditReport(report.runId, report.status, report.summary), report);
+        print(await renderJudgeAuditReport(report.runId, report.status, report.summary), report);
         return 0;
       }
       if (report.kind === 'ScalingStudy') {
@@ -245,7 +245,7 @@ async function main(argv: string[]): Promise<number> {
         });
         return 0;
       }
-      if (report.iterations?.length) {
+      if (report.iterations?.length && report.kind !== 'SftTraining') {
         // The figure is an extra: a report must not fail because MOCKWORLD_HOME is not writable.
         const plot = await writeRewardPlot(report.runId, report.iterations).catch(
           (error: unknown) => `not written (${error instanceof Error ? error.message : error})`,

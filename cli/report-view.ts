@@ -2,7 +2,7 @@ import type { RunReport } from './run-commands.js';
 import { renderSummary } from './summary-view.js';
 import { renderTable } from './table.js';
 import { renderTaskOutcomes } from './task-outcomes.js';
-import { renderBenchmarkSteps, renderIterations } from './training-view.js';
+import { renderBenchmarkSteps, renderIterations, renderSftSteps } from './training-view.js';
 
 /** USD as a report shows it; '—' when the endpoint had no prices (unknown, not free). */
 const dollars = (usd: number | null) => (usd === null ? '—' : `$${usd.toFixed(usd < 1 ? 6 : 2)}`);
@@ -16,7 +16,9 @@ export function renderReport(report: RunReport): string {
     '',
     renderSummary(report.iterations ? summary : (report.summary ?? {})),
   ];
-  if (report.iterations) parts.push('', 'metrics per iteration', renderIterations(report.iterations));
+  if (report.iterations && report.kind === 'SftTraining')
+    parts.push('', 'loss per step', renderSftSteps(report.iterations));
+  else if (report.iterations) parts.push('', 'metrics per iteration', renderIterations(report.iterations));
   const benchmarks = report.iterations ? renderBenchmarkSteps(report.iterations) : '';
   if (benchmarks) parts.push('', 'benchmarks per step (child Evaluation runs)', benchmarks);
   if (report.tasks) parts.push('', renderTaskOutcomes(report.runId, report.tasks));

@@ -67,7 +67,7 @@ export async function readReport(runId: string): Promise<RunReport> {
     status: row.status,
     summary: row.summary,
     usage: await usageByRole(databaseUrl, runId),
-    ...(row.kind === 'GrpoTraining'
+    ...(row.kind === 'GrpoTraining' || row.kind === 'SftTraining'
       ? { iterations: await readIterationMetrics(getPool(databaseUrl), runId) }
       : {}),
     ...(row.kind === 'Synthesis' ? { tasks: await readTaskOutcomes(getPool(databaseUrl), runId) } : {}),

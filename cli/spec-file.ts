@@ -92,6 +92,7 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
     case 'Smoke':
     case 'Evaluation':
     case 'JudgeAudit':
+    case 'SftTraining':
       return spec;
     default: {
       const unknown: never = spec;

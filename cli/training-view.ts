@@ -42,6 +42,27 @@ export function renderIterations(iterations: readonly IterationMetrics[]): strin
 }
 
 /**
+ * One row per step of an SftTraining run: its epoch, learning rate, the token-mean NLL of the
+ * assistant tokens of its batch (before the step's update), the gradient norm, the assistant tokens
+ * trained on, the examples cut at maxSeqLen and the step's duration.
+ */
+export function renderSftSteps(iterations: readonly IterationMetrics[]): string {
+  const rows = iterations.map(({ iteration, policyVersion, metrics: m }) => ({
+    step: iteration + 1,
+    'trained to': policyVersion,
+    epoch: m.epoch,
+    lr: typeof m.lr === 'number' ? m.lr.toExponential(2) : '',
+    loss: fixed(m.loss, 4),
+    'grad norm': fixed(field(m.trainer, 'grad_norm')),
+    'assistant tokens': field(m.trainer, 'num_tokens'),
+    // Cut at maxSeqLen: an example cut before its assistant turns trains nothing.
+    truncated: field(m.trainer, 'truncated_samples'),
+    'step s': fixed(field(m.trainer, 'duration_s'), 1),
+  }));
+  return renderTable(rows);
+}
+
+/**
  * One row per benchmarked step of a GrpoTraining run with `benchmarks` (issue 15 point 4): for each
  * benchmark group Avg@k and pass^k at its k (tau2's estimator), BFCL's overall (the unweighted mean
  * of its categories), and the child Evaluation run (`mockworld report <it>` has its intervals and

@@ -84,7 +84,7 @@ export class MockworldRun {
     return signalRun(this.temporal, this.workflowId, 'resume');
   }
 
-  /** GrpoTraining: finish the current iteration, pin its checkpoint, complete. */
+  /** GrpoTraining, SftTraining: finish the current iteration (step), pin its checkpoint, complete. */
   stop(): Promise<void> {
     return this.handle().signal(stopSignal);
   }
@@ -119,7 +119,7 @@ export class MockworldRun {
     return queryRun(this.temporal, this.workflowId, iterationTasksQuery);
   }
 
-  /** GrpoTraining: the metrics of the latest finished iteration. */
+  /** GrpoTraining, SftTraining: the metrics of the latest finished iteration (step). */
   latestMetrics(): Promise<Record<string, unknown>> {
     return queryRun(this.temporal, this.workflowId, latestMetricsQuery);
   }

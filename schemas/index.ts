@@ -17,5 +17,6 @@ export { SmokeSpecSchema, type SmokeSpec } from './smoke-spec.js';
 export { SynthesisSpecSchema, type SynthesisSpec } from './synthesis-spec.js';
 export { GrpoSpecSchema, type GrpoSpec } from './grpo-spec.js';
 export { ScalingStudySpecSchema, type ScalingStudySpec } from './scaling-study-spec.js';
+export { SftSpecSchema, type SftSpec } from './sft-spec.js';
 export { JudgeAuditSpecSchema, type JudgeAuditSpec } from './judge-audit-spec.js';
 export { RunStateSchema, RunStatusSchema, type RunState, type RunStatus } from './run-status.js';

@@ -10,6 +10,37 @@ import { PresetSchema } from './presets.js';
 import { TrainerStepFields } from './trainer-step.js';
 
 /**
+ * The SFT of a student: epochs, a cosine learning-rate schedule with linear warm-up
+ * (activities/study/grid.ts sftLearningRate), weight decay, examples per optimizer step and the
+ * sequence length. A study's cells train with it, and so does an SftTraining run.
+ */
+export const SftSettingsSchema = z
+  .object({
+    epochs: z.number().int().min(1).max(100).default(8),
+    // Sent to the trainer as each step's lr, weight_decay and max_seq_len: ranges from its contract.
+    learningRate: TrainerStepFields.lr.gt(0).default(5e-6),
+    minLearningRate: TrainerStepFields.lr
+      .default(5e-7)
+      .describe('The cosine schedule ends here (0 allowed).'),
+    warmupRatio: z.number().min(0).max(0.5).default(0.05).describe('Share of steps with linear warm-up.'),
+    weightDecay: TrainerStepFields.weight_decay.default(0.1),
+    globalBatch: z.number().int().min(1).max(4096).default(32).describe('Examples per optimizer step.'),
+    maxSeqLen: TrainerStepFields.max_seq_len.min(16).max(131_072).default(4096),
+  })
+  .strict();
+
+/** The SFT settings a study uses when its spec gives none. */
+export const SFT_SETTINGS_DEFAULTS = {
+  epochs: 8,
+  learningRate: 5e-6,
+  minLearningRate: 5e-7,
+  warmupRatio: 0.05,
+  weightDecay: 0.1,
+  globalBatch: 32,
+  maxSeqLen: 4096,
+} as const;
+
+/**
  * Synthesis protocols of seed 002 (Sec. 6–7, App. 11.3). Each changes only p; (Q, T) stay fixed.
  * `rs` is plain rejection sampling, the reference every other protocol is compared with.
  */
@@ -163,29 +194,7 @@ export const ScalingStudySpecSchema = z
       .optional()
       .describe('Persona JSONL ({"id","persona"}) for the persona protocol.'),
     embeddings: ModelEndpointSchema.optional().describe('Embeddings endpoint for embedding-selection.'),
-    sft: z
-      .object({
-        epochs: z.number().int().min(1).max(100).default(8),
-        // Sent to the trainer as each step's lr, weight_decay and max_seq_len: ranges from its contract.
-        learningRate: TrainerStepFields.lr.gt(0).default(5e-6),
-        minLearningRate: TrainerStepFields.lr
-          .default(5e-7)
-          .describe('The cosine schedule ends here (0 allowed).'),
-        warmupRatio: z.number().min(0).max(0.5).default(0.05).describe('Share of steps with linear warm-up.'),
-        weightDecay: TrainerStepFields.weight_decay.default(0.1),
-        globalBatch: z.number().int().min(1).max(4096).default(32),
-        maxSeqLen: TrainerStepFields.max_seq_len.min(16).max(131_072).default(4096),
-      })
-      .strict()
-      .default({
-        epochs: 8,
-        learningRate: 5e-6,
-        minLearningRate: 5e-7,
-        warmupRatio: 0.05,
-        weightDecay: 0.1,
-        globalBatch: 32,
-        maxSeqLen: 4096,
-      }),
+    sft: SftSettingsSchema.default(SFT_SETTINGS_DEFAULTS),
     evaluation: z
       .object({
         samples: z.number().int().min(1).max(64).default(8).describe('k of mean@k (seed: 8).'),

@@ -5,6 +5,7 @@ import { GrpoSpecSchema } from './grpo-spec.js';
 import { JudgeAuditSpecSchema } from './judge-audit-spec.js';
 import { applyPreset, PAPER_PRESETS } from './presets.js';
 import { ScalingStudySpecSchema } from './scaling-study-spec.js';
+import { SftSpecSchema } from './sft-spec.js';
 import { SmokeSpecSchema } from './smoke-spec.js';
 import { SynthesisSpecSchema } from './synthesis-spec.js';
 
@@ -19,6 +20,7 @@ export const SPEC_SCHEMAS = {
   ScalingStudy: ScalingStudySpecSchema,
   Evaluation: EvaluationSpecSchema,
   JudgeAudit: JudgeAuditSpecSchema,
+  SftTraining: SftSpecSchema,
 } as const;
 
 /** A pipeline kind. */

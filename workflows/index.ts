@@ -4,6 +4,7 @@ export { Synthesis } from './synthesis.js';
 export { SynthesisTask } from './synthesis-task.js';
 export { GrpoTraining } from './grpo-training.js';
 export { GrpoGroup } from './grpo-group.js';
+export { SftTraining } from './sft-training.js';
 export { ScalingStudy } from './scaling-study.js';
 export { StudySampling } from './study-sampling.js';
 export { StudyCell } from './study-cell.js';

@@ -9,8 +9,9 @@ import { nonRetryableTypes, type ErrorClass } from '../error-class.js';
 import { WEIGHT_SYNC_ERRORS } from './weight-sync-errors.js';
 
 /**
- * Thrown when the tasks of an iteration cannot be planned: the synthesis run has too few kept
- * tasks for the held-out set and the global batch. Not retryable: the spec must change.
+ * Thrown when a training run's data cannot be planned: the synthesis run has too few kept tasks
+ * for the held-out set and GRPO's global batch, or too few kept demonstrations for SFT's
+ * `examples`. Not retryable: the spec must change (the detail names the field).
  */
 export class TrainingPlanError extends Error {
   static readonly type = 'TrainingPlanError';
@@ -21,7 +22,7 @@ export class TrainingPlanError extends Error {
     /** What does not fit, and what to change. */
     readonly detail: string,
   ) {
-    super(`Cannot plan GRPO iterations on synthesis run ${synthesisRunId}: ${detail}`);
+    super(`Cannot plan training on synthesis run ${synthesisRunId}: ${detail}`);
   }
 }
 

@@ -22,6 +22,7 @@ import { planIteration, type PlanIterationInput } from './plan.js';
 import { runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
 import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch.js';
 import { buildIterationBatch, type BuildIterationBatchInput } from './iteration-batch.js';
+import { buildSftDataset, type BuildSftDatasetInput } from './sft-dataset.js';
 import { syncPolicyWeights } from './weight-sync.js';
 import type { SyncPolicyInput } from '../../schemas/policy-serving.js';
 
@@ -35,6 +36,7 @@ export {
   type SummarizeRolloutsInput,
 } from './metrics.js';
 export { planIteration, type IterationPlan, type PlanIterationInput } from './plan.js';
+export { buildSftDataset, type BuildSftDatasetInput, type SftDataset } from './sft-dataset.js';
 export { POLICY_ROLE, runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
 export {
   iterationSlice,
@@ -127,6 +129,14 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
       return syncPolicyWeights(input, {
         onReplica: (done, total) => heartbeatProgress({ phase: 'weight-sync', done, total }),
       });
+    },
+
+    /**
+     * An SftTraining run's data set: the kept demonstrations of its synthesis run, written as one
+     * trainer batch per step (idempotent). Not retryable: `TrainingPlanError` (too few of them).
+     */
+    async buildSftDataset(input: BuildSftDatasetInput) {
+      return buildSftDataset(pool(), input);
     },
 
     /** Upserts the iteration's metrics into `training_metrics`. */

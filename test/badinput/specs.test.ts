@@ -57,6 +57,11 @@ const VALID: Record<string, Record<string, unknown>> = {
     dataset: { synthesisRunId: 'synthesis-x' },
     policy: { base: { kind: 'tiny' }, endpoint: { baseUrl: 'http://127.0.0.1:9/v1', model: 'policy' } },
   },
+  SftTraining: {
+    kind: 'SftTraining',
+    dataset: { synthesisRunId: 'synthesis-x', examples: 128 },
+    policy: { base: { kind: 'tiny' } },
+  },
 };
 
 describe('hostile spec documents, every kind, through parseSpec', () => {
@@ -216,6 +221,42 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
     expect(parseSpec({ ...VALID.GrpoTraining, judge: { sampling: { frequencyPenalty: 0.5 } } }).kind).toBe(
       'GrpoTraining',
     );
+  });
+
+  it('names every absurd number of an SftTraining spec, the dataset and the student included', () => {
+    const error = rejection({
+      ...VALID.SftTraining,
+      dataset: { heldOutTasks: -1, examples: 0 }, // synthesisRunId missing too
+      policy: { base: { kind: 'pretrained', path: '/models/qwen3', dtype: 'float16' } },
+      epochs: 0,
+      globalBatch: 1e9,
+      learningRate: 0,
+      warmupRatio: 0.9,
+      maxSeqLen: 8,
+      seed: -1,
+      gpuTaskQueue: '',
+    });
+    expectNamed(error, [
+      'dataset.synthesisRunId',
+      'dataset.heldOutTasks',
+      'dataset.examples',
+      'policy.base.dtype',
+      'epochs',
+      'globalBatch',
+      'learningRate',
+      'warmupRatio',
+      'maxSeqLen',
+      'seed',
+      'gpuTaskQueue',
+    ]);
+    // A GRPO run's fields are not an SFT run's: named as unknown, not ignored.
+    expect(rejection({ ...VALID.SftTraining, rolloutsPerTask: 16 }).message).toMatch(
+      /Unrecognized key: "rolloutsPerTask"/,
+    );
+    // Without `examples` it trains on every kept demonstration; the study's defaults fill the rest.
+    const all = parseSpec({ ...VALID.SftTraining, dataset: { synthesisRunId: 'synthesis-x' } });
+    expect(all).toMatchObject({ kind: 'SftTraining', epochs: 8, globalBatch: 32, maxSeqLen: 4096 });
+    expect((all as { dataset: { examples?: number } }).dataset.examples).toBeUndefined();
   });
 
   it('refuses at start what the trainer would refuse at its first step: float16, clip bounds, model kinds', () => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ApplicationFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pauseSignal, statusQuery } from '../../workflows/controls.js';
+import { SPEC_KINDS } from '../../schemas/specs.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 import { recordHistory } from '../../testkit/vitest/histories.js';
@@ -57,8 +58,9 @@ describe('the workflow types a worker with the plugin serves', () => {
     expect((cause as ApplicationFailure).nonRetryable).toBe(true);
     expect(cause!.message).toContain("'Synthesys'");
     expect(cause!.message).toContain('Smoke, Synthesis, GrpoTraining, ScalingStudy');
+    expect(SPEC_KINDS).toEqual(expect.arrayContaining(['Evaluation', 'SftTraining']));
     expect((cause as ApplicationFailure).details).toEqual([
-      { requested: 'Synthesys', kinds: ['Smoke', 'Synthesis', 'GrpoTraining', 'ScalingStudy', 'Evaluation'] },
+      { requested: 'Synthesys', kinds: [...SPEC_KINDS] }, // every kind a user starts, SftTraining too
     ]);
     const description = await handle.describe();
     expect(description.status.name).toBe('FAILED');
