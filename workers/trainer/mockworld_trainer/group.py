@@ -16,6 +16,7 @@ checkpoint (group_state.py), or answered from its record if it was committed.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -112,6 +113,19 @@ class GroupTrainer:
         self._stop.set()
         with self._lock:
             self._send("stop", {})
+
+
+def leave(trainer: Trainer) -> None:
+    """Leaves the process group cleanly, on every rank. ``destroy_process_group`` only drops the
+    process group's registry entry: the FSDP model (through its device mesh) still holds the gloo or
+    NCCL backend, and a backend freed during interpreter shutdown aborts the process ("terminate
+    called without an active exception"), which torchrun reports as a failed group. So the model is
+    dropped and collected first, while the interpreter is fully alive."""
+    trainer.release()
+    gc.collect()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    gc.collect()
 
 
 def follow(trainer: Trainer) -> None:

@@ -103,6 +103,14 @@ class Trainer:
         self._ref: tuple[str, Policy] | None = None
 
     # --- public operations ---------------------------------------------------------------------
+    def release(self) -> None:
+        """Drops the run held in memory (its model, optimizer and reference policy); the store keeps
+        everything. Under FSDP the sharded model holds the process group, which must be freed
+        before the interpreter shuts down (group.leave)."""
+        with self._lock:
+            self._state = None
+            self._ref = None
+
     def train_step(
         self,
         run_id: str,

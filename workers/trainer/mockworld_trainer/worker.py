@@ -25,7 +25,7 @@ from temporalio.worker import Worker  # noqa: E402
 
 from .activities import TrainerActivities  # noqa: E402
 from .temporal_connection import connect, connect_settings, describe, with_metrics  # noqa: E402
-from .group import GroupTrainer, follow, in_group, join  # noqa: E402
+from .group import GroupTrainer, follow, in_group, join, leave  # noqa: E402
 from .trainer import Trainer  # noqa: E402
 
 log = logging.getLogger("mockworld.trainer")
@@ -64,6 +64,7 @@ async def run() -> None:
         trainer: Trainer | GroupTrainer = Trainer(device=device, ranks=ranks)
         if ranks.rank != 0:
             follow(trainer)
+            leave(trainer)
             return
         trainer = GroupTrainer(trainer)
     else:
@@ -85,6 +86,7 @@ async def run() -> None:
     finally:
         if isinstance(trainer, GroupTrainer):
             trainer.close()  # the other ranks leave their loop and exit with rank 0
+            leave(trainer.trainer)
 
 
 def main() -> None:

@@ -17,12 +17,11 @@ import signal
 import sys
 from pathlib import Path
 
-import torch.distributed as dist
 from trainer_data import TINY
 
 from mockworld_trainer import grpo_step
 from mockworld_trainer.checkpoint import CheckpointStore
-from mockworld_trainer.group import GroupTrainer, follow, join
+from mockworld_trainer.group import GroupTrainer, follow, join, leave
 from mockworld_trainer.trainer import Trainer
 
 CFG = {"lr": 1e-3, "micro_batch_size": 2, "mini_batch_groups": 1}
@@ -66,7 +65,7 @@ def main() -> None:
         group.close()
     else:
         follow(trainer)
-    dist.destroy_process_group()
+    leave(trainer)
 
 
 if __name__ == "__main__":
