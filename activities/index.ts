@@ -26,7 +26,7 @@ export function createActivities(
     ...createRunActivities(deps.databaseUrl),
     ...createSmokeActivities(models),
     ...createSynthesisActivities(deps.databaseUrl, models),
-    ...createTrainingActivities(deps.databaseUrl, models),
+    ...createTrainingActivities(deps.databaseUrl, models, loadEnvironment().MOCKWORLD_SANDBOX_VENV),
     ...createStudyActivities(deps.databaseUrl, models),
     ...createJudgeAuditActivities(deps.databaseUrl, models),
     ...createSandboxActivities(loadEnvironment().MOCKWORLD_SANDBOX_VENV),

@@ -7,6 +7,8 @@ import {
 } from './model-endpoint.js';
 import { PolicyServingSchema } from './policy-serving.js';
 import { PresetSchema } from './presets.js';
+import { SandboxCapsSchema } from './reasoning-sandbox.js';
+import { SearchBackendSchema } from './reasoning-search.js';
 import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
@@ -31,6 +33,35 @@ export const PolicyBaseSchema = z.discriminatedUnion('kind', [
  */
 export const TruncationRuleSchema = z.enum(['score', 'drop']);
 export type TruncationRule = z.infer<typeof TruncationRuleSchema>;
+
+/**
+ * The reasoning problems of a GRPO mix: the kept problems of a Synthesis run with a `reasoning`
+ * section (reasoning_problems), the tools they are rolled out with, and how many of them.
+ */
+export const ReasoningMixSchema = z
+  .object({
+    synthesisRunId: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Synthesis run whose kept reasoning problems are mixed in (default: dataset.synthesisRunId).',
+      ),
+    problems: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('Problems in the mix: the first N kept, in synthesis order (default: all).'),
+    search: SearchBackendSchema.optional().describe(
+      'The `search` tool of search problems (an offline collection or an HTTP search API); required when the mix has search problems.',
+    ),
+    sandbox: SandboxCapsSchema.partial()
+      .optional()
+      .describe("Caps of the `python` tool's sandbox per call (defaults: schemas/reasoning-sandbox.ts)."),
+  })
+  .strict();
+export type ReasoningMix = z.infer<typeof ReasoningMixSchema>;
 
 /** The fields the cross-field checks of {@link GrpoSpecSchema} read. */
 const CrossFieldsSchema = z.object({
@@ -69,7 +100,16 @@ export const GrpoSpecSchema = z
           .int()
           .min(0)
           .default(0)
-          .describe('Kept tasks held out for evaluation (never trained on).'),
+          .describe('Kept tasks held out for evaluation (never trained on), drawn from the whole mix.'),
+        toolUseTasks: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe('Tool-use tasks in the mix: the first N kept, in synthesis order (default: all).'),
+        reasoning: ReasoningMixSchema.optional().describe(
+          'Math and search problems mixed in (seed 000 §3.4: 15,096 tool-use + ~4,000 reasoning tasks in one GRPO run), each rolled out with the real `python` tool (and `search`) and rewarded by answer correctness.',
+        ),
       })
       .strict(),
     policy: z

@@ -5,7 +5,7 @@
  * exercise the same tasks, rubric and rewards.
  */
 import { query } from './database.js';
-import type { Script, ScriptedRequest } from './model-server.js';
+import type { Rule, ScriptedRequest } from './model-server.js';
 
 /** The task id of fixture task `idx` of `synthesisRunId`, in the form synthesis gives its tasks. */
 export function fixtureTaskId(synthesisRunId: string, idx: number): string {
@@ -73,7 +73,7 @@ function judgeByTranscriptParity(request: ScriptedRequest): string {
 }
 
 /** The scripted judge, tool simulator and user simulator of GRPO runs on the fixture tasks. */
-export const grpoFixtureScript: Script = [
+export const grpoFixtureScript: readonly Rule[] = [
   { role: 'judge', reply: judgeByTranscriptParity },
   { role: 'tool-simulator', reply: JSON.stringify({ equivalentTo: null, response: '{"id":"R-0"}' }) },
   { role: 'user-simulator', reply: 'The record id is R-0.' },
@@ -89,4 +89,32 @@ export function fixturePolicy<Endpoint>(endpoint: Endpoint, seed = 7) {
     endpoint,
     sampling: { temperature: 1, maxTokens: 24, seed },
   };
+}
+
+/** A kept reasoning problem of a fixture synthesis run, as reasoning synthesis would keep it. */
+export interface FixtureProblem {
+  readonly kind: 'math' | 'search';
+  readonly scenario: string;
+  readonly answer: string;
+}
+
+/** Inserts kept reasoning problems `<run>/problem-<idx>` of `synthesisRunId`; returns their ids. */
+export async function insertFixtureProblems(
+  url: string,
+  synthesisRunId: string,
+  problems: readonly FixtureProblem[],
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [idx, problem] of problems.entries()) {
+    const id = `${synthesisRunId}/problem-${String(idx).padStart(5, '0')}`;
+    await query(
+      url,
+      `INSERT INTO reasoning_problems (problem_id, run_id, idx, line, kind, source_question, source_answer,
+                                       persona_id, scenario, solutions, answer, outcome)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'p0', $6, '[]'::jsonb, $7, 'kept')`,
+      [id, synthesisRunId, idx, idx + 1, problem.kind, problem.scenario, problem.answer],
+    );
+    ids.push(id);
+  }
+  return ids;
 }

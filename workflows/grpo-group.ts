@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
-import type { GrpoSpec } from '../schemas/grpo-spec.js';
+import type { GrpoSpec, ReasoningMix } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY } from './activity-options.js';
 
 // The judge's UngradableRubricError and EpisodeNotGradableError are among LONG_ACTIVITY's
@@ -15,16 +15,22 @@ export interface GrpoGroupInput {
   readonly policyVersion: string;
   readonly purpose: 'rollout' | 'evaluation';
   readonly rollouts: number;
+  /** `reasoning`: the task is a reasoning problem of the mix (absent: a tool-use task). */
+  readonly kind?: 'reasoning';
   readonly spec: Pick<
     GrpoSpec,
     'policy' | 'judge' | 'toolSimulator' | 'userSimulator' | 'maxTurns' | 'templates'
   > &
-    Partial<Pick<GrpoSpec, 'world' | 'maxResponseTokens'>>;
+    Partial<Pick<GrpoSpec, 'world' | 'maxResponseTokens'>> & {
+      /** The mix's reasoning tools (search backend, sandbox caps); set when the run mixes problems in. */
+      readonly reasoning?: Pick<ReasoningMix, 'search' | 'sandbox'>;
+    };
 }
 
 /**
  * A GRPO group (seed §3.2–3.3): n rollouts of one task by the current policy in the mock world,
- * each judged against the task rubric. A judge failure fails the group (never a score). Rewards
+ * each judged against the task rubric; or, for a reasoning problem of the mix (§3.4), n rollouts
+ * with the real python / search tools, each scored by answer correctness. A judge failure fails the group (never a score). Rewards
  * stay in PostgreSQL (judgements); the group returns how many rollouts it judged.
  */
 export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
@@ -44,6 +50,19 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     world: spec.world,
     purpose: input.purpose,
   });
+  if (input.kind === 'reasoning') {
+    // The real python (and search) tools, then the correctness reward: every rollout is scored.
+    const scored = await Promise.all(
+      Array.from({ length: input.rollouts }, (_, sampleIndex) =>
+        activities.runReasoningRollout({
+          ...rollout(sampleIndex),
+          judge: spec.judge,
+          reasoning: spec.reasoning ?? {},
+        }),
+      ),
+    );
+    return scored.length;
+  }
   // One activity per rollout, judge included (half the orchestration of two), awaited as the
   // activities' own promises: the workflow sandbox records a stack trace for every promise made.
   const judged = await Promise.all(

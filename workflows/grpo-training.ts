@@ -1,6 +1,7 @@
 import { executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
+import type { IterationPlan, PlanIterationInput } from '../activities/training/plan.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
@@ -104,12 +105,18 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     maxResponseTokens: spec.maxResponseTokens,
     templates: spec.templates,
     world: spec.world,
+    ...(spec.dataset.reasoning
+      ? { reasoning: { search: spec.dataset.reasoning.search, sandbox: spec.dataset.reasoning.sandbox } }
+      : {}),
   };
+  /** A child's kind: reasoning problems of the mix get the real tools and correctness rewards. */
+  const kindOf = (plan: { reasoningIds?: string[] }, taskId: string) =>
+    plan.reasoningIds?.includes(taskId) ? { kind: 'reasoning' as const } : {};
 
   /** One judged episode per held-out task from the policy just trained (never trained on). */
-  const evaluateHeldOut = async (taskIds: readonly string[], policyVersion: string) => {
+  const evaluateHeldOut = async (plan: IterationPlan, policyVersion: string) => {
     control.progress(iteration, `iteration ${iteration + 1}: held-out evaluation`);
-    await mapBounded(taskIds, spec.rolloutConcurrency, (taskId, index) =>
+    await mapBounded(plan.heldOutTaskIds, spec.rolloutConcurrency, (taskId, index) =>
       executeChild(GrpoGroup, {
         workflowId: `${runId}-eval${iteration}-${taskId}`,
         args: [
@@ -120,6 +127,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
             policyVersion,
             purpose: 'evaluation',
             rollouts: 1,
+            ...kindOf(plan, taskId),
             spec: served ? { ...groupSpec, policy: groupPolicy(spec.policy, served, index) } : groupSpec,
           },
         ],
@@ -157,6 +165,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
               policyVersion,
               purpose: 'rollout',
               rollouts: spec.rolloutsPerTask,
+              ...kindOf(plan, taskId),
               spec: served ? { ...groupSpec, policy: groupPolicy(spec.policy, served, index) } : groupSpec,
             },
           ],
@@ -203,7 +212,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
       const rollouts = await activities.summarizeRollouts({ runId, iteration });
       const evaluation =
         spec.evaluateEvery > 0 && (iteration + 1) % spec.evaluateEvery === 0
-          ? await evaluateHeldOut(plan.heldOutTaskIds, `step-${policyStep}`)
+          ? await evaluateHeldOut(plan, `step-${policyStep}`)
           : undefined;
       // tau2 / BFCL on this step's checkpoint: a child Evaluation run, waited on (grpo-benchmarks.ts).
       let benchmarks = undefined as Awaited<ReturnType<typeof evaluateBenchmarks>> | undefined;
@@ -250,13 +259,24 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   return summary;
 }
 
-function planInput(spec: GrpoSpec, runId: string, iteration: number) {
+function planInput(spec: GrpoSpec, runId: string, iteration: number): PlanIterationInput {
+  const { synthesisRunId, heldOutTasks, toolUseTasks, reasoning } = spec.dataset;
   return {
     runId,
-    synthesisRunId: spec.dataset.synthesisRunId,
-    heldOutTasks: spec.dataset.heldOutTasks,
+    synthesisRunId,
+    heldOutTasks,
     globalBatch: spec.globalBatch,
     seed: spec.seed,
     iteration,
+    ...(toolUseTasks !== undefined ? { toolUseTasks } : {}),
+    ...(reasoning
+      ? {
+          reasoning: {
+            synthesisRunId: reasoning.synthesisRunId ?? synthesisRunId,
+            problems: reasoning.problems,
+            search: reasoning.search !== undefined,
+          },
+        }
+      : {}),
   };
 }

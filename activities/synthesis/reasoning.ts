@@ -32,6 +32,24 @@ const ANSWER_FORMAT: Record<ReasoningKind, string> = {
     'End with one line "Final answer: <the short answer>" (a name, date, number or phrase, no sentence).',
 };
 
+/**
+ * The opening of a solve: the system prompt and the `reasoningSolve` template rendered for the
+ * problem. The teacher's solutions (synthesis) and the policy's rollouts (GRPO) open alike, so the
+ * policy is trained on the prompt its demonstrations were made with.
+ */
+export async function solveMessages(
+  kind: ReasoningKind,
+  scenario: string,
+  templates: TemplateChoice,
+): Promise<Array<{ role: 'system' | 'user'; content: string }>> {
+  const template = await loadTemplate('reasoningSolve', templates);
+  const prompt = renderTemplate(template, { kind, question: scenario, answerFormat: ANSWER_FORMAT[kind] });
+  return [
+    { role: 'system', content: SOLVE_SYSTEM },
+    { role: 'user', content: prompt },
+  ];
+}
+
 /** One problem to synthesize. */
 export interface ReasoningProblemInput {
   readonly runId: string;
@@ -132,12 +150,7 @@ export async function synthesizeReasoningProblem(
     return storedResult(await readProblem(deps.pool, problemId));
   }
 
-  const solveTemplate = await loadTemplate('reasoningSolve', input.templates);
-  const prompt = renderTemplate(solveTemplate, {
-    kind: row.kind,
-    question: scenario,
-    answerFormat: ANSWER_FORMAT[row.kind],
-  });
+  const messages = await solveMessages(row.kind, scenario, input.templates);
   const solutions = await Promise.all(
     Array.from({ length: input.solutions }, async (_, sampleIndex): Promise<ReasoningSolution> => {
       let response: string;
@@ -146,10 +159,7 @@ export async function synthesizeReasoningProblem(
           {
             ...teacher(input.seed + sampleIndex),
             sampleIndex,
-            messages: [
-              { role: 'system', content: SOLVE_SYSTEM },
-              { role: 'user', content: prompt },
-            ],
+            messages,
           },
           'reasoningSolve',
           MAX_SOLUTION_BYTES,

@@ -20,6 +20,12 @@ import {
 } from './metrics.js';
 import { planIteration, type PlanIterationInput } from './plan.js';
 import { runRollout, type RolloutInput, type RolloutSummary } from './rollout.js';
+import {
+  runReasoningRollout,
+  type ReasoningRolloutInput,
+  type ReasoningRolloutResult,
+} from './reasoning-rollout.js';
+import { DEFAULT_SANDBOX_VENV, locateSandbox, type SandboxInstall } from '../sandbox/install.js';
 import { buildTrainerBatch, type BuildTrainerBatchInput } from './trainer-batch.js';
 import { buildIterationBatch, type BuildIterationBatchInput } from './iteration-batch.js';
 import { buildSftDataset, type BuildSftDatasetInput } from './sft-dataset.js';
@@ -57,9 +63,14 @@ export {
 } from './trainer-batch.js';
 
 /** The training activities, bound to one database and model client. */
-export function createTrainingActivities(databaseUrl: string, models: ModelClient) {
+export function createTrainingActivities(
+  databaseUrl: string,
+  models: ModelClient,
+  sandboxVenv: string = DEFAULT_SANDBOX_VENV,
+) {
   const pool = () => getPool(databaseUrl);
   const world = createEpisodeRunner({ databaseUrl, models });
+  let sandbox: SandboxInstall | undefined; // located on first use: a tool-use run needs none
   return {
     /**
      * The task ids of one 0-based iteration, its epoch, and the held-out set. Deterministic.
@@ -101,6 +112,28 @@ export function createTrainingActivities(databaseUrl: string, models: ModelClien
         rolloutReward.observe(judgement.reward);
       }
       return { ...judgement, turns: episode.turns };
+    },
+
+    /**
+     * One rollout of a reasoning problem and its correctness reward (reasoning-rollout.ts): the
+     * policy with the real `python` (and `search`) tool, then 1/0 by answer correctness. A retry
+     * resumes the episode and finds the stored reward. Not retryable: `TaskNotReadyError` (a
+     * problem not kept, or a search problem with no search backend).
+     */
+    async runReasoningRollout(input: ReasoningRolloutInput): Promise<ReasoningRolloutResult> {
+      const hooks = activityHooks();
+      const result = await runReasoningRollout(
+        {
+          pool: pool(),
+          models,
+          sandbox: () => ({ install: (sandbox ??= locateSandbox(sandboxVenv)), signal: hooks.signal }),
+        },
+        input,
+        hooks,
+      );
+      rolloutsJudged.inc();
+      rolloutReward.observe(result.reward);
+      return result;
     },
 
     /**

@@ -1,6 +1,7 @@
 /**
  * The trainer batch of one GRPO iteration, collected from PostgreSQL (issue 18): every judged
- * rollout of the iteration that may be trained on, with its reward. At the seed's scale (128 tasks
+ * rollout of the iteration that may be trained on, with its reward (the judge's, or a reasoning
+ * problem's correctness reward). At the seed's scale (128 tasks
  * x 16 rollouts) the items would not fit a Temporal payload, so the workflow passes the iteration,
  * never the items.
  */
@@ -64,9 +65,11 @@ export async function buildIterationBatch(
   input: BuildIterationBatchInput,
 ): Promise<IterationBatch> {
   const { rows } = await pool.query<RolloutRow>(
-    `SELECT e.episode_id, e.task_id, j.reward, e.end_reason, e.off_policy
-       FROM episodes e JOIN judgements j ON j.episode_id = e.episode_id
+    `SELECT e.episode_id, e.task_id, coalesce(j.reward, c.reward)::float8 AS reward, e.end_reason, e.off_policy
+       FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
+                       LEFT JOIN correctness_rewards c ON c.reward_id = e.episode_id
       WHERE starts_with(e.episode_id, $1) AND e.purpose = 'rollout'
+        AND (j.episode_id IS NOT NULL OR c.reward_id IS NOT NULL)
       ORDER BY e.episode_id`,
     [episodePrefix(input.runId, input.iteration, 'rollout')],
   );

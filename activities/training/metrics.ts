@@ -61,7 +61,7 @@ export interface RolloutSummaryMetrics {
   readonly episodes: number;
   /** Episodes with an end reason. */
   readonly ended: number;
-  /** Episodes with a judgement (the reward statistics cover these only). */
+  /** Episodes with a reward: a judgement, or a reasoning problem's correctness reward (the reward statistics cover these only). */
   readonly judged: number;
   readonly rewardMean: number | null;
   /** Population standard deviation of the rewards. */
@@ -94,10 +94,23 @@ export interface RolloutSummaryMetrics {
    * `llm_calls`, each call counted once; evaluations at the same version are included).
    */
   readonly policyTokens: { calls: number; prompt: number; completion: number };
+  /**
+   * Per kind of task (`tool-use`, `math`, `search`), in a run that mixes reasoning problems in:
+   * episodes, those with a reward (the judge's, or the correctness reward), and their mean reward.
+   */
+  readonly byKind?: Record<string, KindMetrics>;
+}
+
+/** One kind's share of an iteration's episodes. */
+export interface KindMetrics {
+  readonly episodes: number;
+  readonly rewarded: number;
+  readonly rewardMean: number | null;
 }
 
 /**
- * Summarizes the episodes of one iteration from `episodes`, `judgements` and `llm_calls`: reward
+ * Summarizes the episodes of one iteration from `episodes`, `judgements`, `correctness_rewards`
+ * and `llm_calls`: reward
  * mean/std, sub-goal and interaction fractions, forbidden-violation rate, turn and call counts,
  * and the policy's tokens.
  */
@@ -130,9 +143,9 @@ export async function summarizeRollouts(
   }>(
     `SELECT count(*)::int AS episodes,
             count(e.end_reason)::int AS ended,
-            count(j.episode_id)::int AS judged,
-            avg(j.reward)::float8 AS reward_mean,
-            stddev_pop(j.reward)::float8 AS reward_std,
+            count(coalesce(j.reward, c.reward))::int AS judged,
+            avg(coalesce(j.reward, c.reward))::float8 AS reward_mean,
+            stddev_pop(coalesce(j.reward, c.reward))::float8 AS reward_std,
             avg(j.sub_goal_fraction)::float8 AS sub_goal_fraction,
             avg(j.interaction_fraction)::float8 AS interaction_fraction,
             avg(j.forbidden_violated::int)::float8 AS forbidden_rate,
@@ -148,8 +161,25 @@ export async function summarizeRollouts(
             count(e.off_policy)::int AS off_policy,
             count(u.episode_id)::int AS unjudged
        FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
+                       LEFT JOIN correctness_rewards c ON c.reward_id = e.episode_id
                        LEFT JOIN unjudged_rollouts u ON u.episode_id = e.episode_id
       WHERE starts_with(e.episode_id, $1) AND e.purpose = $2`,
+    [prefix, purpose],
+  );
+  const kinds = await pool.query<{
+    kind: string;
+    episodes: number;
+    rewarded: number;
+    reward_mean: number | null;
+  }>(
+    `SELECT coalesce(p.kind, 'tool-use') AS kind, count(*)::int AS episodes,
+            count(coalesce(j.reward, c.reward))::int AS rewarded,
+            avg(coalesce(j.reward, c.reward))::float8 AS reward_mean
+       FROM episodes e LEFT JOIN reasoning_problems p ON p.problem_id = e.task_id
+                       LEFT JOIN judgements j ON j.episode_id = e.episode_id
+                       LEFT JOIN correctness_rewards c ON c.reward_id = e.episode_id
+      WHERE starts_with(e.episode_id, $1) AND e.purpose = $2
+      GROUP BY 1 ORDER BY 1`,
     [prefix, purpose],
   );
   const tokens = await pool.query<{ calls: number; prompt: number; completion: number }>(
@@ -187,5 +217,16 @@ export async function summarizeRollouts(
     offPolicy: r.off_policy,
     unjudged: r.unjudged,
     policyTokens: tokens.rows[0]!,
+    // Per kind only in a mix: a tool-use run's metrics stay as they were.
+    ...(kinds.rows.some((k) => k.kind !== 'tool-use')
+      ? {
+          byKind: Object.fromEntries(
+            kinds.rows.map((k) => [
+              k.kind,
+              { episodes: k.episodes, rewarded: k.rewarded, rewardMean: k.reward_mean },
+            ]),
+          ),
+        }
+      : {}),
   };
 }

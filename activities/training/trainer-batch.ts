@@ -6,7 +6,9 @@ import { PostgresBatchRefSchema, TRAINER_BATCHES_TABLE } from '../../schemas/tra
 import { groupAdvantages } from '../reward/index.js';
 import { inTransaction } from '../store/db.js';
 import { ASK_USER_TOOL } from '../world/index.js';
+import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
 import { TrainerBatchError } from './errors.js';
+import { reasoningTools } from './reasoning-rollout.js';
 
 /** Table the Python trainer reads `postgres` batch references from (the trainer contract's default). */
 export { TRAINER_BATCHES_TABLE };
@@ -57,6 +59,8 @@ interface EpisodeRow {
   messages: Array<{ role?: unknown }>;
   end_reason: string | null;
   tools: unknown;
+  /** Set when the episode's task is a reasoning problem. */
+  problem_kind: ReasoningKind | null;
 }
 
 /**
@@ -85,8 +89,9 @@ export async function buildTrainerBatch(
   if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
 
   const { rows } = await pool.query<EpisodeRow>(
-    `SELECT e.episode_id, e.task_id, e.messages, e.end_reason, t.tools
-       FROM episodes e JOIN tasks t ON t.task_id = e.task_id
+    `SELECT e.episode_id, e.task_id, e.messages, e.end_reason, t.tools, p.kind AS problem_kind
+       FROM episodes e LEFT JOIN tasks t ON t.task_id = e.task_id
+                       LEFT JOIN reasoning_problems p ON p.problem_id = e.task_id
       WHERE e.episode_id = ANY($1::text[])`,
     [items.map((i) => i.episodeId)],
   );
@@ -101,7 +106,10 @@ export async function buildTrainerBatch(
     if (row.task_id !== item.taskId)
       problems.push(`${item.episodeId}: belongs to task ${row.task_id}, not ${item.taskId}`);
     if (row.end_reason === null) problems.push(`${item.episodeId}: has not ended`);
-    const tools = ToolsSchema.safeParse(row.tools);
+    // A reasoning problem's rollout was offered the tools of its kind; a task's, its own and ask_user.
+    const tools = row.problem_kind
+      ? { success: true as const, data: reasoningTools(row.problem_kind) }
+      : ToolsSchema.safeParse(row.tools);
     if (!tools.success) {
       problems.push(`${item.episodeId}: task ${row.task_id} has no valid tools`);
       continue;
@@ -110,7 +118,7 @@ export async function buildTrainerBatch(
       group_id: item.taskId,
       reward: item.reward,
       messages: row.messages,
-      tools: [...tools.data, ASK_USER_TOOL],
+      tools: row.problem_kind ? tools.data : [...tools.data, ASK_USER_TOOL],
     };
     // The record the trainer validates (schemas/trainer-batch-record.ts): refused here, named, rather
     // than by the trainer after the whole iteration's rollouts.

@@ -182,7 +182,7 @@ export async function runEpisode(
 }
 
 /** The agent's turn with its text cut at the bound (tool calls are bounded as they are answered). */
-function boundedTurn<T extends { content?: unknown }>(entry: T): T {
+export function boundedTurn<T extends { content?: unknown }>(entry: T): T {
   return typeof entry.content === 'string' && entry.content.length > BOUNDS.agentTurnBytes / 3
     ? { ...entry, content: cutWithMarker(entry.content, BOUNDS.agentTurnBytes) }
     : entry;

@@ -1,0 +1,240 @@
+/**
+ * A GRPO rollout of a reasoning problem (seed 000 §3.4: reasoning tasks "run in a real Python
+ * environment and are evaluated by answer correctness"): the policy works the kept problem's
+ * persona scenario with the real `python` tool (the sandbox) and, for search problems, the `search`
+ * tool, then its final answer gets the correctness reward (1/0). The episode lives in `episodes`
+ * like a mock-world rollout (checkpointed per turn, resumed on retry, batched for the trainer); its
+ * reward in `correctness_rewards` under the episode's id, so a retry scores nothing again.
+ */
+import type pg from 'pg';
+import { BOUNDS } from '../../schemas/bounds.js';
+import { EpisodeInputSchema, type EndReason } from '../../schemas/episode-input.js';
+import type { FunctionTool } from '../../schemas/function-tool.js';
+import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
+import type { ReasoningMix } from '../../schemas/grpo-spec.js';
+import { scoreAnswers } from '../correctness/rewards.js';
+import type { ModelClient } from '../llm/index.js';
+import { callPythonTool, PYTHON_TOOL, type RunDependencies } from '../sandbox/index.js';
+import { callSearchTool, SEARCH_TOOL } from '../search/index.js';
+import { solveMessages } from '../synthesis/reasoning.js';
+import { TaskNotFoundError, TaskNotReadyError, type EpisodeHooks } from '../world/index.js';
+import { checkpointEpisode, openEpisode, type EpisodeState } from '../world/episode-store.js';
+import { boundedTurn } from '../world/episode-runner.js';
+import type { EpisodeProgress } from '../world/episode-summary.js';
+import { callSettings } from '../world/model-roles.js';
+import { tooManyCallsObservation } from '../world/observations.js';
+import { agentForTurn, isCutTurn, responseTokensAfter } from '../world/response-length.js';
+import { offPolicyTurn } from '../world/served-version.js';
+import { assistantEntry, toolCallsOf, type AgentToolCall } from '../world/transcript.js';
+import { trainingEpisodeId } from './episode-ids.js';
+import { POLICY_ROLE, type RolloutInput } from './rollout.js';
+
+/** A kept reasoning problem as a rollout needs it. */
+export interface ReasoningProblem {
+  readonly problemId: string;
+  readonly kind: ReasoningKind;
+  /** The persona scenario the teacher solved: what the policy is asked. */
+  readonly scenario: string;
+  /** The agreed (and, where the seed gave one, checked) final answer. */
+  readonly answer: string;
+}
+
+/** The tools a problem of `kind` is rolled out with; the trainer's batch offers the same. */
+export function reasoningTools(kind: ReasoningKind): FunctionTool[] {
+  return kind === 'search' ? [SEARCH_TOOL, PYTHON_TOOL] : [PYTHON_TOOL];
+}
+
+/**
+ * Loads a kept problem. Throws {@link TaskNotFoundError} for an unknown id and
+ * {@link TaskNotReadyError} for one that was not kept (no agreed answer to score against).
+ */
+export async function loadKeptProblem(pool: pg.Pool, problemId: string): Promise<ReasoningProblem> {
+  const { rows } = await pool.query<{
+    kind: ReasoningKind;
+    scenario: string | null;
+    answer: string | null;
+    outcome: string;
+  }>('SELECT kind, scenario, answer, outcome FROM reasoning_problems WHERE problem_id = $1', [problemId]);
+  const row = rows[0];
+  if (!row) throw new TaskNotFoundError(problemId);
+  if (row.outcome !== 'kept' || !row.scenario || !row.answer) {
+    throw new TaskNotReadyError(
+      problemId,
+      `the reasoning problem is ${row.outcome}, not kept with an answer`,
+    );
+  }
+  return { problemId, kind: row.kind, scenario: row.scenario, answer: row.answer };
+}
+
+/** Input of {@link runReasoningRollout}: a rollout's ids and settings, the judge and the tools. */
+export interface ReasoningRolloutInput extends RolloutInput {
+  /** Judges a search answer that is not an exact match (seed §4.1). */
+  readonly judge: ModelRole;
+  readonly reasoning: Pick<ReasoningMix, 'search' | 'sandbox'>;
+}
+
+/** The rollout's summary with its correctness reward. */
+export interface ReasoningRolloutResult {
+  readonly episodeId: string;
+  readonly turns: number;
+  readonly endReason: EndReason;
+  readonly reward: 0 | 1;
+  readonly extractedAnswer: string | null;
+}
+
+/** What a reasoning rollout needs from the worker. */
+export interface ReasoningRolloutDependencies {
+  readonly pool: pg.Pool;
+  readonly models: ModelClient;
+  /** The sandbox of the `python` tool and of the math verifier. */
+  readonly sandbox: () => RunDependencies;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Runs (or resumes) the episode, then scores its last answer. Tool calls run for real, each turn's
+ * in order; an unknown tool or a call past the per-turn bound gets an error observation, never a
+ * failed activity. A search problem without `reasoning.search` is refused (TaskNotReadyError):
+ * planIteration refuses such a mix before any rollout.
+ */
+export async function runReasoningRollout(
+  deps: ReasoningRolloutDependencies,
+  input: ReasoningRolloutInput,
+  hooks: EpisodeHooks = {},
+): Promise<ReasoningRolloutResult> {
+  const { pool, models } = deps;
+  const { signal } = hooks;
+  signal?.throwIfAborted();
+  const purpose = input.purpose ?? 'rollout';
+  const problem = await loadKeptProblem(pool, input.taskId);
+  const searchBackend = input.reasoning.search;
+  if (problem.kind === 'search' && !searchBackend) {
+    throw new TaskNotReadyError(problem.problemId, 'a search problem needs dataset.reasoning.search');
+  }
+  const tools = reasoningTools(problem.kind);
+  const episode = EpisodeInputSchema.parse({
+    episodeId: trainingEpisodeId(input.runId, input.iteration, input.taskId, input.sampleIndex, purpose),
+    taskId: input.taskId,
+    purpose,
+    sampleIndex: input.sampleIndex,
+    policyVersion: String(input.policyVersion),
+    runId: input.runId,
+    agentRoleName: POLICY_ROLE,
+    agent: { endpoint: input.policy.endpoint, sampling: input.policy.sampling },
+    toolSimulator: input.toolSimulator,
+    userSimulator: input.userSimulator,
+    maxTurns: input.maxTurns,
+    maxResponseTokens: input.maxResponseTokens,
+    templates: input.templates,
+    world: input.world,
+  });
+
+  /** One tool call's answer: the real program's output or the search results. */
+  const answer = async (call: AgentToolCall): Promise<{ content: string; error: boolean }> => {
+    if (!tools.some((tool) => tool.function.name === call.name)) {
+      const offered = tools.map((tool) => tool.function.name).join(', ');
+      return { content: `Error: there is no tool "${call.name}"; the tools are: ${offered}.`, error: true };
+    }
+    if (call.name === PYTHON_TOOL.function.name) {
+      const outcome = await callPythonTool(deps.sandbox(), call.arguments, input.reasoning.sandbox);
+      return { content: outcome.content, error: outcome.run?.outcome !== 'ok' };
+    }
+    const outcome = await callSearchTool({ pool, env: deps.env, signal }, searchBackend!, call.arguments);
+    return { content: outcome.content, error: outcome.hits === null };
+  };
+
+  let state = await openEpisode(
+    pool,
+    episode,
+    await solveMessages(problem.kind, problem.scenario, input.templates),
+  );
+  while (state.endReason === null) {
+    signal?.throwIfAborted();
+    const turn = state.turns + 1;
+    const agent = agentForTurn(episode.agent, episode.maxResponseTokens, state.responseTokens);
+    const reply = await models.chat({
+      ...callSettings(agent, POLICY_ROLE, { runId: input.runId, signal }),
+      messages: state.messages,
+      tools,
+      sampleIndex: episode.sampleIndex,
+      policyVersion: episode.policyVersion,
+    });
+    const assistant = boundedTurn(assistantEntry(reply.message, turn));
+    const calls = toolCallsOf(assistant);
+    const toolMessages = [];
+    let toolErrors = 0;
+    for (const [i, call] of calls.entries()) {
+      const { content, error } =
+        i < BOUNDS.toolCallsPerTurn
+          ? await answer(call)
+          : { content: tooManyCallsObservation(call.name, BOUNDS.toolCallsPerTurn), error: true };
+      if (error) toolErrors += 1;
+      toolMessages.push({ role: 'tool' as const, tool_call_id: call.id, content });
+    }
+    const openingTokens = state.openingTokens ?? reply.usage.promptTokens;
+    const responseTokens = responseTokensAfter(openingTokens, reply.usage);
+    const endReason: EndReason | null = isCutTurn(reply.finishReason)
+      ? 'length_limit'
+      : calls.length === 0
+        ? 'final_answer'
+        : episode.maxResponseTokens !== undefined && responseTokens >= episode.maxResponseTokens
+          ? 'length_limit'
+          : turn >= episode.maxTurns
+            ? 'max_turns'
+            : null;
+    const next: EpisodeState = {
+      episodeId: episode.episodeId,
+      messages: [...state.messages, assistant, ...toolMessages],
+      turns: turn,
+      toolCalls: state.toolCalls + calls.length,
+      userQuestions: 0,
+      toolErrors: state.toolErrors + toolErrors,
+      endReason,
+      endDetail: null,
+      openingTokens,
+      responseTokens,
+      offPolicy: state.offPolicy ?? offPolicyTurn(episode.policyVersion, reply.servedVersion, turn) ?? null,
+    };
+    await checkpointEpisode(pool, state.turns, next);
+    state = next;
+    await hooks.onTurn?.(progressOf(state));
+  }
+
+  const [reward] = await scoreAnswers(
+    { pool, models, sandbox: deps.sandbox, signal },
+    {
+      runId: input.runId,
+      kind: problem.kind,
+      question: problem.scenario,
+      gold: problem.answer,
+      judge: problem.kind === 'search' ? input.judge : undefined,
+      items: [{ rewardId: episode.episodeId, response: finalResponse(state) }],
+    },
+  );
+  return {
+    episodeId: episode.episodeId,
+    turns: state.turns,
+    endReason: state.endReason!,
+    reward: reward!.reward,
+    extractedAnswer: reward!.extractedAnswer,
+  };
+}
+
+/** The text of the last assistant turn: the answer the reward reads. */
+function finalResponse(state: EpisodeState): string {
+  const last = [...state.messages].reverse().find((message) => message.role === 'assistant');
+  const content = last?.content;
+  return typeof content === 'string' ? content : '';
+}
+
+function progressOf(state: EpisodeState): EpisodeProgress {
+  return {
+    episodeId: state.episodeId,
+    turns: state.turns,
+    toolCalls: state.toolCalls,
+    userQuestions: state.userQuestions,
+    toolErrors: state.toolErrors,
+    endReason: state.endReason,
+  };
+}
