@@ -32,9 +32,11 @@ export interface EpisodeRow {
   readonly judgement: JudgementRow | null;
 }
 
+// A reasoning problem's rollout has no judgement: its reward is the correctness reward.
 const SELECT = `SELECT e.*, j.judge_model, j.verdicts, j.forbidden_violated, j.sub_goal_fraction,
-                       j.interaction_fraction, j.reward
-                  FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id`;
+                       j.interaction_fraction, coalesce(j.reward, c.reward::float8) AS reward
+                  FROM episodes e LEFT JOIN judgements j ON j.episode_id = e.episode_id
+                                  LEFT JOIN correctness_rewards c ON c.reward_id = e.episode_id`;
 
 function fromRow(r: Record<string, unknown>): EpisodeRow {
   return {
