@@ -1,5 +1,5 @@
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -213,6 +213,12 @@ describe('judge stability audit of a GRPO run', () => {
     expect(report.stdout).toContain(`judge scripted-judge, k = ${K}`);
     expect(report.stdout).toMatch(/^2\s+2\s+8\s+0\s+0\.8750\s+0\.0156\s+0\.1250$/m);
     expect(report.stdout).toMatch(/^4\s+2\s+6\s+2\s+1\.0000\s+0\.0000\s+0\.0000$/m);
+    // The figure: the variance per checkpoint, written beside the run's other files.
+    const chart = /variance chart: (\S+\.svg)$/m.exec(report.stdout)?.[1];
+    expect(chart?.startsWith(dir)).toBe(true);
+    const svg = await readFile(chart!, 'utf8');
+    expect(svg).toMatch(/^<svg/);
+    expect(svg).toContain('mean variance of the k scores');
     console.log(report.stdout);
   });
 
