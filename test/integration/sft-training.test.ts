@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -193,6 +193,21 @@ describe('SFT on the teacher demonstrations of a synthesis run', () => {
     const lines = table.split('\n').filter((line) => /^\s*\d+\s+step-\d/.test(line));
     expect(lines).toHaveLength(STEPS);
     expect(lines[0]!).toContain(losses[0]!.toFixed(4));
+    // Checkpoints as GRPO's: every step applied once with its record (kind sft), the last one's
+    // weights pinned and servable; the trainer's step metrics in the run's TensorBoard events.
+    const run = path.join(dir, 'checkpoints', runId);
+    const steps = (await readdir(run)).filter((d) => d.startsWith('step-')).sort();
+    expect(steps).toHaveLength(STEPS);
+    const last = path.join(run, steps.at(-1)!);
+    expect(JSON.parse(await readFile(path.join(last, 'record.json'), 'utf8'))).toMatchObject({ kind: 'sft' });
+    expect((await readdir(last)).sort()).toEqual(expect.arrayContaining(['model', 'pinned']));
+    const board = path.join(dir, 'tensorboard', runId);
+    const events = await Promise.all(
+      (await readdir(board))
+        .filter((f) => f.startsWith('events.out.tfevents.'))
+        .map((f) => readFile(path.join(board, f), 'latin1')),
+    );
+    expect(events.join('')).toContain('trainer.loss');
     await recordHistory(runId, 'sft-training-paused-resumed');
   }, 600_000);
 });
