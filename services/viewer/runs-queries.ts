@@ -149,6 +149,11 @@ function progressOf(r: Row): { done: number; total: number | null; unit: string 
       const total = r.summary && typeof r.summary.iterations === 'number' ? r.summary.iterations : null;
       return { done: r.iterations, total: r.status === 'completed' ? total : null, unit: 'iterations' };
     }
+    case 'SftTraining': {
+      // One training_metrics row per applied step; the total is known from the summary once done.
+      const total = r.summary && typeof r.summary.steps === 'number' ? r.summary.steps : null;
+      return { done: r.iterations, total: r.status === 'completed' ? total : null, unit: 'steps' };
+    }
     case 'ScalingStudy':
       return { done: r.cells_done, total: r.cells || null, unit: 'cells' };
     default:

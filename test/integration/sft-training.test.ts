@@ -3,10 +3,12 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls.js';
 import { latestMetricsQuery } from '../../workflows/grpo-controls.js';
 import { splitHeldOut } from '../../activities/training/sampling.js';
+import { listRuns } from '../../services/viewer/runs-queries.js';
 import type { SftSummary } from '../../workflows/sft-training.js';
 import { runCli } from '../../testkit/cli.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
@@ -208,6 +210,20 @@ describe('SFT on the teacher demonstrations of a synthesis run', () => {
         .map((f) => readFile(path.join(board, f), 'latin1')),
     );
     expect(events.join('')).toContain('trainer.loss');
+    // The viewer's list of runs counts its steps.
+    const pool = new pg.Pool({ connectionString: db.url });
+    try {
+      const listed = (await listRuns(pool)).find((r) => r.runId === runId);
+      expect(listed).toMatchObject({
+        kind: 'SftTraining',
+        state: 'completed',
+        done: STEPS,
+        total: STEPS,
+        unit: 'steps',
+      });
+    } finally {
+      await pool.end();
+    }
     await recordHistory(runId, 'sft-training-paused-resumed');
   }, 600_000);
 });
