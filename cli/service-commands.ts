@@ -118,6 +118,7 @@ export async function viewer(values: { port?: string; host?: string }): Promise<
     host,
     token: env.MOCKWORLD_VIEWER_TOKEN,
     ui,
+    metricsAddress: env.MOCKWORLD_METRICS_ADDRESS,
   });
   console.log(
     `viewer listening on ${server.url}${env.MOCKWORLD_VIEWER_TOKEN ? ' (open it with ?token=<MOCKWORLD_VIEWER_TOKEN>)' : ''}`,
@@ -125,6 +126,8 @@ export async function viewer(values: { port?: string; host?: string }): Promise<
   console.error(
     `data: ${redactUrl(env.DATABASE_URL)} (read-only)\nTemporal UI links: ${ui.url}\nCtrl-C to stop`,
   );
+  if (env.MOCKWORLD_METRICS_ADDRESS)
+    console.error(`metrics: http://${env.MOCKWORLD_METRICS_ADDRESS}/metrics`);
   await untilInterrupted();
   await server.close();
   return 0;

@@ -1,5 +1,7 @@
 import { serve } from '@hono/node-server';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { serveMetrics, timeRequests } from '../http/request-metrics.js';
 import { isLoopback, ViewerAccessError } from './access.js';
 import { createViewerApp } from './app.js';
 import { readOnlyPool } from './db.js';
@@ -15,6 +17,15 @@ export interface ViewerOptions {
   /** Required to serve on a non-loopback address; then every request must present it. */
   readonly token?: string;
   readonly ui: TemporalUi;
+  /** Set (MOCKWORLD_METRICS_ADDRESS, host:port): serves the viewer's requests by route and outcome there. */
+  readonly metricsAddress?: string;
+}
+
+/** The route of a viewer request: its page kind, never an id (a bounded set of labels). */
+export function viewerRoute(_method: string, path: string): string {
+  const page = /^\/(health|assets|runs|tasks|episodes)(\/|$)/.exec(path)?.[1];
+  if (page === 'runs') return /^\/runs\/[^/]+\/iterations\//.test(path) ? 'iteration' : 'run';
+  return page ?? (path === '/' ? 'runs-list' : 'other');
 }
 
 /** A running viewer. */
@@ -34,6 +45,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     const s = serve({ fetch: app.fetch, port: options.port, hostname: host }, () => resolve(s));
     s.once('error', reject);
   });
+  timeRequests(server as http.Server, 'viewer', viewerRoute);
+  const closeMetrics = await serveMetrics(options.metricsAddress);
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
@@ -44,6 +57,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       // Browsers keep connections open; the viewer serves nothing that must finish.
       if ('closeAllConnections' in server) server.closeAllConnections();
       await closed;
+      await closeMetrics();
       await pool.end();
     },
   };

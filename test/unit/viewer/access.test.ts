@@ -8,6 +8,8 @@ import { createRunActivities } from '../../../activities/runs.js';
 import { startViewer, type Viewer } from '../../../services/viewer/server.js';
 import { ViewerAccessError } from '../../../services/viewer/access.js';
 import { createTestDatabase, query, type TestDatabase } from '../../../testkit/database.js';
+import { freePort } from '../../../testkit/ports.js';
+import { sampleValue, scrape } from '../../../testkit/prometheus.js';
 
 const ui = { url: 'http://localhost:8233', namespace: 'default' };
 const TOKEN = 'a-viewer-token-of-some-length';
@@ -16,6 +18,7 @@ describe('the viewer boundaries', () => {
   let db: TestDatabase;
   let open: Viewer;
   let guarded: Viewer;
+  let metricsAddress: string;
   const secret = `sk-planted-${Date.now()}`;
 
   beforeAll(async () => {
@@ -30,7 +33,8 @@ describe('the viewer boundaries', () => {
         endpoint: { baseUrl: 'http://127.0.0.1:1/v1', model: 'm', apiKeyEnv: 'VIEWER_TEST_API_KEY' },
       },
     });
-    open = await startViewer({ databaseUrl: db.url, port: 0, ui });
+    metricsAddress = `127.0.0.1:${await freePort()}`;
+    open = await startViewer({ databaseUrl: db.url, port: 0, ui, metricsAddress });
     guarded = await startViewer({ databaseUrl: db.url, port: 0, host: '0.0.0.0', token: TOKEN, ui });
   });
   afterAll(async () => {
@@ -130,5 +134,25 @@ describe('the viewer boundaries', () => {
     const response = await fetch(`${open.url}/`);
     expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect((await fetch(`${open.url}/assets/..%2Fpackage.json`)).status).toBe(404);
+  });
+
+  it('serves its requests by page and outcome at its metrics address (MOCKWORLD_METRICS_ADDRESS)', async () => {
+    const count = (text: string, route: string, outcome: string) =>
+      sampleValue(text, 'mockworld_service_request_duration_seconds_count', {
+        service: 'viewer',
+        route,
+        outcome,
+      });
+    const before = await scrape(metricsAddress);
+    expect((await fetch(`${open.url}/`)).status).toBe(200);
+    expect((await fetch(`${open.url}/runs/run-with-key`)).status).toBe(200);
+    expect((await fetch(`${open.url}/tasks/no-such-task`)).status).toBe(404);
+    const after = await scrape(metricsAddress);
+    const delta = (route: string, outcome: string) =>
+      count(after, route, outcome) - count(before, route, outcome);
+    expect(delta('runs-list', 'ok')).toBe(1);
+    expect(delta('run', 'ok')).toBe(1);
+    expect(delta('tasks', 'client_error')).toBe(1);
+    expect(after).not.toContain('run-with-key'); // ids stay out of the labels
   });
 });
