@@ -14,7 +14,11 @@ import { trainerActivities } from './trainer.js';
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
 
-/** Optimizer steps per workflow run before continue-as-new (each step adds ~8 events). */
+/**
+ * Optimizer steps per workflow run before continue-as-new: a step adds ~17 events (two activities,
+ * their workflow tasks, a progress upsert; test/histories/sft-training-paused-resumed.json), so a
+ * run stays near GrpoTraining's 8,000-event budget.
+ */
 const STEPS_PER_RUN = 500;
 
 /** What an SFT run carries across continue-as-new: its data set is built, `applied` steps are done. */
