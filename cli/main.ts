@@ -43,11 +43,12 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld pause <id> | resume <id>    stop/continue starting new work (running work finishes)
   mockworld budget <id> <usd>           set a run's budget for priced model calls; a run paused at its
                                         budget resumes when the new one is above what it spent
-  mockworld stop <id>                   GRPO: finish the iteration, keep its checkpoint, complete
+  mockworld stop <id>                   GRPO / SFT: finish the iteration (step), keep its checkpoint,
+                                        complete
   mockworld cancel <id>                 cancel a run; it records 'cancelled'
   mockworld report <id>                 stored statistics and model usage by role; for a training
-                                        run its metrics per iteration; for a scaling study its
-                                        fitted report (Markdown tables, SVG plots)
+                                        run its metrics per iteration (SFT: its loss per step); for
+                                        a scaling study its fitted report (Markdown tables, SVG plots)
   mockworld export <id> [--out DIR] [--format F,...]
                                         write a synthesis run's dataset: jsonl (tasks.jsonl, verl.jsonl;
                                         the default), verl-parquet (verl's RL layout), hf (Hugging Face
