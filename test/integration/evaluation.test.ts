@@ -7,6 +7,8 @@ import { createTestDatabase, query, type TestDatabase } from '../../testkit/data
 import { evalReplayScript, type ReplayPlans } from '../../testkit/eval-replay.js';
 import { replayPlans, startEvalWorker, type EvalWorkerProcess } from '../../testkit/eval-worker.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { freePort } from '../../testkit/ports.js';
+import { sampleValue, scrape } from '../../testkit/prometheus.js';
 import { recordHistory } from '../../testkit/vitest/histories.js';
 import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
 
@@ -21,6 +23,7 @@ describe('an Evaluation run', () => {
   let models: ModelServer;
   let tw: TestWorker;
   let evalWorker: EvalWorkerProcess;
+  let metricsAddress: string;
   const evalQueue = `eval-${randomBytes(4).toString('hex')}`;
   const categories = [
     'multi_turn_base',
@@ -37,7 +40,9 @@ describe('an Evaluation run', () => {
     Object.assign(plans, await replayPlans('tau2', 'airline', ['0'], 2));
     models = await startModelServer({ script: evalReplayScript(plans) });
     tw = await startTestWorker(inject('temporalAddress'), db.url);
+    metricsAddress = `127.0.0.1:${await freePort()}`;
     evalWorker = await startEvalWorker({
+      MOCKWORLD_METRICS_ADDRESS: metricsAddress,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       MOCKWORLD_EVAL_TASK_QUEUE: evalQueue,
       MOCKWORLD_EVAL_CONCURRENCY: '2',
@@ -133,4 +138,14 @@ describe('an Evaluation run', () => {
       metrics.groups.map((g) => g.avgAtK),
     );
   }, 600_000);
+
+  it("serves the SDK's series and its trials' at MOCKWORLD_METRICS_ADDRESS", async () => {
+    const text = await scrape(metricsAddress);
+    expect(text).toMatch(/^temporal_\w+/m); // the Temporal SDK runtime's own series
+    const trials = (benchmark: string, group: string) =>
+      sampleValue(text, 'mockworld_eval_trials_total', { benchmark, group });
+    expect(trials('tau2', 'airline')).toBeGreaterThanOrEqual(2);
+    for (const category of categories) expect(trials('bfcl', category)).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/mockworld_eval_trial_duration_seconds_bucket\{[^}]*benchmark="bfcl"/);
+  });
 });

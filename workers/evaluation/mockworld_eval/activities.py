@@ -16,6 +16,7 @@ from . import environment, metrics, store
 from .contract import LIST_TASKS, RUN_TRIAL, SUMMARIZE, ListTasksInput, SummarizeInput, TrialInput, TrialSummary, dump
 from .outcome import InputError
 from .runner import TransientTrialError, TrialCrashed, run_trial_process
+from .trial_metrics import record_trial
 from .versions import data_version, package_versions
 
 # Failure types a retry cannot fix (the workflow's retry policy lists them as non-retryable too).
@@ -94,6 +95,7 @@ def run_trial(payload: dict) -> dict:
                 type=CONFLICT,
                 non_retryable=True,
             )
+        record_trial(spec.benchmark, spec.group, found["termination"], stored=True, seconds=0.0)
         return _summary(found, stored=True)
 
     started = time.monotonic()
@@ -131,7 +133,9 @@ def run_trial(payload: dict) -> dict:
         "cpu_seconds": outcome["cpu_seconds"],
     }
     with store.connect() as conn:
-        return _summary(store.insert(conn, row), stored=False)
+        summary = _summary(store.insert(conn, row), stored=False)
+    record_trial(spec.benchmark, spec.group, row["termination"], stored=False, seconds=row["wall_seconds"])
+    return summary
 
 
 @activity.defn(name=LIST_TASKS)

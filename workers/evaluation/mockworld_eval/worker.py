@@ -4,7 +4,8 @@ Serves eval.runTrial, eval.listTasks and eval.summarize on the task queue MOCKWO
 (default mockworld-eval) of the Temporal named by Temporal's own environment configuration
 (TEMPORAL_ADDRESS, default 127.0.0.1:7233, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, a
 profile of TEMPORAL_CONFIG_FILE), as the other workers. MOCKWORLD_EVAL_CONCURRENCY (default 4) trials
-run at once, each in its own process; results go to DATABASE_URL (the CPU worker migrates it).
+run at once, each in its own process; results go to DATABASE_URL (the CPU worker migrates it). With
+MOCKWORLD_METRICS_ADDRESS (host:port) it serves Prometheus metrics there (trial_metrics.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from temporalio.worker import Worker
 
 from . import environment
 from .activities import ACTIVITIES
+from .trial_metrics import metrics_runtime
 
 log = logging.getLogger("mockworld.eval")
 
@@ -66,16 +68,21 @@ async def run() -> None:
     environment.prepare()
     config = connect_settings()
     queue, slots = task_queue(), concurrency()
+    # MOCKWORLD_METRICS_ADDRESS: the SDK's series and the trials' (trial_metrics.py) at /metrics there.
+    metrics_address = os.environ.get("MOCKWORLD_METRICS_ADDRESS")
+    runtime = metrics_runtime(metrics_address)
     while True:
         try:
-            client = await Client.connect(**config)
+            client = await Client.connect(**config, runtime=runtime) if runtime else await Client.connect(**config)
             break
         except RuntimeError as error:  # not up yet: a worker started before the frontend waits for it
             log.warning("Temporal at %s is not reachable yet (%s); retrying in 5 s", config["target_host"], error)
             await asyncio.sleep(5)
     with concurrent.futures.ThreadPoolExecutor(max_workers=slots, thread_name_prefix="eval") as pool:
         worker = build_worker(client, queue, pool, slots)
-        print(f"evaluation worker polling {queue} on {config['target_host']} ({slots} trials at once)", flush=True)
+        metrics = f", metrics at http://{metrics_address}/metrics" if runtime else ""
+        where = f"{queue} on {config['target_host']} ({slots} trials at once{metrics})"
+        print(f"evaluation worker polling {where}", flush=True)
         await worker.run()
 
 

@@ -552,3 +552,37 @@ def test_model_names_parse_a_trailing_step_only():
     assert parse("cell@12") == ("cell", 12) and parse("a@b@3") == ("a@b", 3)
     assert parse("cell@") == ("cell@", None) and parse("cell@x1") == ("cell@x1", None) and parse("@3") == ("@3", None)
     assert parse("cell@\u0663") == ("cell@\u0663", None)  # ASCII digits only
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    """The value of one series of a Prometheus text exposition, summed over matching label sets."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(r"^([a-zA-Z_:][\w:]*)(\{.*\})?\s+(\S+)$", line)
+        if match and match[1] == name and all(f'{k}="{v}"' in (match[2] or "") for k, v in labels.items()):
+            total += float(match[3])
+    return total
+
+
+def test_metrics_count_requests_by_route_and_outcome_tokens_and_weight_loads(serve):
+    server = serve()
+
+    def scrape() -> str:
+        with urllib.request.urlopen(server.url.removesuffix("/v1") + "/metrics") as response:
+            assert response.headers["Content-Type"].startswith("text/plain")
+            return response.read().decode()
+
+    before = scrape()
+    _, _, out = chat(server, max_tokens=8, seed=1)
+    assert call(server, "/chat/completions", {"model": "policy"})[0] == 400  # no messages
+    after = scrape()
+
+    def delta(name: str, **labels: str) -> float:
+        return _sample(after, name, **labels) - _sample(before, name, **labels)
+
+    assert delta("mockworld_policy_request_duration_seconds_count", route="chat", outcome="ok") == 1
+    assert delta("mockworld_policy_request_duration_seconds_count", route="chat", outcome="client_error") == 1
+    assert delta("mockworld_policy_tokens_total", kind="prompt") == out["usage"]["prompt_tokens"]
+    assert delta("mockworld_policy_tokens_total", kind="completion") == out["usage"]["completion_tokens"]
+    assert _sample(after, "mockworld_policy_weight_loads_total") >= 1  # the server loaded step 0
+    assert "policy" not in re.findall(r'route="(\w+)"', after)  # model names stay out of the labels

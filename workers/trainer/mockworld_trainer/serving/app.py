@@ -28,6 +28,7 @@ from ..checkpoint import CheckpointStore
 from ..config import ModelSpec
 from ..errors import BadRequestError
 from ..trainer import default_device
+from . import metrics
 from .generation import decode, generate, make_generator
 from .http import Handler, version_headers
 from .pool import LISTED_IN_ERRORS, ModelKey, PolicyPool, list_runs, model_name, parse_model_name, servable_steps
@@ -258,6 +259,8 @@ class PolicyServer:
                 with self._tokenize_lock:
                     text = decode(served, ids)
                 choices.append(self._choice(index, text, finish, request, prompt, ids, seed))
+        metrics.TOKENS.labels("prompt").inc(len(prompt))
+        metrics.TOKENS.labels("completion").inc(completion_tokens)
         log.info(
             "chat run=%s step=%d prompt=%d completion=%d finish=%s %.2fs",
             run_id, served.step, len(prompt), completion_tokens,

@@ -10,10 +10,12 @@ from __future__ import annotations
 import http.server
 import json
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from ..errors import BadRequestError, CheckpointMissingError, TrainerError
+from . import metrics
 from .reload import Served
 from .requests import ApiError
 
@@ -26,7 +28,8 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    """Routes: ``GET /v1/models``, ``GET /v1/models/<name>``, ``GET /health``, ``POST /v1/chat/completions``."""
+    """Routes: ``GET /v1/models``, ``GET /v1/models/<name>``, ``GET /health``, ``GET /metrics``,
+    ``POST /v1/chat/completions``."""
 
     protocol_version = "HTTP/1.1"
     server_version = "mockworld-policy/1"
@@ -39,8 +42,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.server.policy_server  # type: ignore[attr-defined]
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/v1/models":
+        path = self._start("GET")
+        if path == "/metrics":
+            self._send_text(200, metrics.exposition(), metrics.CONTENT_TYPE)
+        elif path == "/v1/models":
             self._answer(self.app.models)
         elif path.startswith("/v1/models/"):
             self._answer(lambda: self.app.model(unquote(path[len("/v1/models/") :])))
@@ -52,7 +57,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send_error(ApiError(404, f"no route for GET {path}"))
 
     def do_POST(self) -> None:  # noqa: N802
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path = self._start("POST")
         try:
             body = self._read_json()
         except ApiError as e:
@@ -62,6 +67,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._answer(lambda: self.app.chat_completion(body))
         else:
             self._send_error(ApiError(404, f"no route for POST {path}"))
+
+    def _start(self, method: str) -> str:
+        """The request's path; starts its clock and names its route for the metrics."""
+        path = self.path.split("?", 1)[0].rstrip("/")
+        self._started = time.monotonic()
+        self._route = metrics.route_of(method, path)
+        return path
 
     def _read_json(self) -> Any:
         length = self.headers.get("Content-Length")
@@ -99,14 +111,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._send(error.status, error.body(), {} if holder is None else version_headers(holder.served, None))
 
     def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        payload = json.dumps(body).encode()
+        self._send_text(status, json.dumps(body).encode(), "application/json", headers)
+
+    def _send_text(self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
-        for name, value in headers.items():
+        for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+        seconds = time.monotonic() - self._started
+        metrics.REQUEST_SECONDS.labels(self._route, metrics.outcome_of(status)).observe(seconds)
 
 
 def version_headers(served: Served, run_id: str | None) -> dict[str, str]:

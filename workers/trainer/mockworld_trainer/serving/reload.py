@@ -26,6 +26,7 @@ from ..config import ModelSpec, TinyModelSpec, parse_model_spec, parse_step_conf
 from ..errors import BadRequestError
 from ..lora import load_policy_model
 from ..model import ByteTokenizer, ChatTemplateTokenizer, Policy, load_tokenizer
+from . import metrics
 
 log = logging.getLogger("mockworld.policy_server")
 
@@ -197,6 +198,7 @@ class PolicyHolder:
             limit = int(getattr(model.config, "max_position_embeddings", 0) or parse_step_config(None).max_seq_len)
         served = Served(step, policy, spec, weights or adapter, stop_ids(policy), limit, time.time())
         self.loads += 1
+        metrics.WEIGHT_LOADS.inc()
         log.info(
             "run %s: serving %sstep %d (%s) on %s, loaded in %.2fs",
             self.run_id, "" if self.pinned_step is None else "pinned ", step, weights or "tiny model built in code",
