@@ -174,14 +174,19 @@ describe('deploy files', () => {
         });
         expect(container(name).livenessProbe.httpGet).toMatchObject({ path: '/metrics' });
       }
-      // The gateway and the world service serve their request metrics there too (probed on /health).
-      for (const name of ['mockworld-gateway', 'mockworld-world']) {
+      // The gateway, the world service and the viewer serve their request metrics there too (probed on /health).
+      for (const name of ['mockworld-gateway', 'mockworld-world', 'mockworld-viewer']) {
         expect(deployment(name).spec.template.metadata.annotations).toMatchObject({
           'prometheus.io/scrape': 'true',
           'prometheus.io/port': '9464',
         });
         expect(container(name).ports).toContainEqual({ name: 'metrics', containerPort: 9464 });
       }
+      // The policy server serves its own on its http port.
+      expect(deployment('mockworld-policy').spec.template.metadata.annotations).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': '11436',
+      });
     });
 
     it("versions the CPU workers by their image's tag", () => {
