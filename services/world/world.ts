@@ -96,7 +96,7 @@ export async function callTool(
   name: string,
   request: { request_id: string; arguments: string | Record<string, unknown> },
 ): Promise<ToolAnswer> {
-  const { task } = await openTask(deps, sessionId);
+  await findSession(deps.pool, sessionId);
   if (name === ASK_USER_TOOL_NAME)
     throw new HttpError(400, 'ask_user is answered at POST /v1/sessions/{id}/ask_user, not as a task tool');
   const args = typeof request.arguments === 'string' ? request.arguments : JSON.stringify(request.arguments);
@@ -104,6 +104,8 @@ export async function callTool(
     deps.pool,
     { requestId: request.request_id, sessionId, kind: 'tool', body: { name, arguments: args } },
     async (): Promise<ToolAnswer> => {
+      // Only a new request needs an open session: a retried one gets its answer even after the close.
+      const { task } = await openTask(deps, sessionId);
       const check = validateToolCall(task.tools, { name, arguments: args });
       if (!check.ok) return { content: check.observation, problem: check.problem };
       try {
@@ -141,11 +143,12 @@ export async function askUser(
   sessionId: string,
   request: { request_id: string; question: string },
 ): Promise<{ answer: string; stop: boolean; question: string }> {
-  const { task } = await openTask(deps, sessionId);
+  await findSession(deps.pool, sessionId);
   return answerOnce(
     deps.pool,
     { requestId: request.request_id, sessionId, kind: 'ask_user', body: { question: request.question } },
     async () => {
+      const { task } = await openTask(deps, sessionId); // as in callTool: only a new question needs it open
       try {
         const reply = await answerUser(
           {

@@ -216,6 +216,8 @@ describe('the world service', () => {
     expect((await post('/v1/sessions', { request_id: id(), task_id: TASK }, null)).status).toBe(401);
 
     const { session_id } = await open();
+    const before = { request_id: id(), arguments: '{"id":"R-0"}' };
+    const answered = await post(`/v1/sessions/${session_id}/tools/lookup_record`, before);
     expect((await post(`/v1/sessions/${session_id}/close`, { request_id: id() })).body).toEqual({
       session_id,
       closed: true,
@@ -225,6 +227,8 @@ describe('the world service', () => {
       arguments: {},
     });
     expect(late.status).toBe(409);
+    // A request answered before the close, retried after it: its stored answer, not a refusal.
+    expect(await post(`/v1/sessions/${session_id}/tools/lookup_record`, before)).toEqual(answered);
   });
 
   it('serves its requests by route and outcome at its metrics address (MOCKWORLD_METRICS_ADDRESS)', async () => {
