@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
+import { JudgeInputSchema } from './rubric-judge.js';
 
 /**
  * A judge stability audit (seed 000 App. B, Figure 6): held-out trajectories of a GRPO run, at
@@ -91,3 +92,9 @@ export const JudgeAuditSummarySchema = z.object({
   checkpoints: z.array(CheckpointStabilitySchema),
 });
 export type JudgeAuditSummary = z.infer<typeof JudgeAuditSummarySchema>;
+
+/** What an audit reads of the audited GrpoTraining run's stored spec (the rest of it is not read). */
+export const AuditedRunSpecSchema = z.object({
+  judge: JudgeInputSchema.shape.judge,
+  templates: JudgeInputSchema.shape.templates,
+});

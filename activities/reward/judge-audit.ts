@@ -13,8 +13,11 @@
  */
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { z } from 'zod';
-import type { CheckpointStability, JudgeAuditSpec } from '../../schemas/judge-audit-spec.js';
+import {
+  AuditedRunSpecSchema,
+  type CheckpointStability,
+  type JudgeAuditSpec,
+} from '../../schemas/judge-audit-spec.js';
 import { JudgeInputSchema, type JudgeInputData } from '../../schemas/rubric-judge.js';
 import { heartbeatProgress } from '../heartbeat.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
@@ -65,12 +68,6 @@ export interface AuditTrajectoryInput extends AuditItem {
   readonly templates: JudgeInputData['templates'];
 }
 
-/** What the training run's stored spec gives the audit (the rest of it is not read). */
-const StoredTrainingSpecSchema = z.object({
-  judge: JudgeInputSchema.shape.judge,
-  templates: JudgeInputSchema.shape.templates,
-});
-
 /**
  * The audit's trajectories: the training run's finished held-out evaluation episodes at the
  * spec's checkpoints (all it has when unset), a seeded sample of `tasks` tasks evaluated at every
@@ -87,7 +84,7 @@ export async function planJudgeAudit(pool: pg.Pool, spec: JudgeAuditSpec): Promi
   if (run.kind !== 'GrpoTraining') {
     throw new JudgeAuditPlanError(runId, 'trainingRunId', `it is a ${run.kind} run, not GrpoTraining`);
   }
-  const stored = StoredTrainingSpecSchema.parse(run.spec);
+  const stored = AuditedRunSpecSchema.parse(run.spec);
 
   const evaluated = await evaluationEpisodes(pool, runId);
   const available = [...evaluated.keys()].sort((a, b) => a - b);
