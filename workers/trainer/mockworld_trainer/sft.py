@@ -14,6 +14,7 @@ import torch
 
 from .batches import Record
 from .config import StepConfig
+from .errors import BadRequestError
 from .grpo_step import encode_records
 from .model import Policy
 from .optim import Progress, clip_and_step, no_progress, norm_metrics
@@ -49,6 +50,14 @@ def sft_update(
     model.eval()  # no dropout, as in the GRPO step
     encoded = encode_records(policy, records, cfg.max_seq_len)
     denominator = sum(sum(e.loss_mask[1:]) for e in encoded)  # assistant tokens in the batch
+    if denominator == 0:
+        # Every record was cut before its first assistant token: an update would train nothing (and
+        # still decay the weights). The same on every rank, so a group refuses it together.
+        cut = sum(e.truncated for e in encoded)
+        raise BadRequestError(
+            f"no assistant token within max_seq_len {cfg.max_seq_len} in any of the batch's {len(records)} "
+            f"records ({cut} cut at it): raise max_seq_len (the spec's maxSeqLen) above the prompt and tools"
+        )
     everything = [list(range(len(encoded)))]
     optimizer.zero_grad(set_to_none=True)
     total = 0.0

@@ -6,11 +6,13 @@ export's record, a chat with tool calls plus the tools it could call, with its t
 
 from __future__ import annotations
 
+import pytest
 import torch
 from trainer_data import TINY, transcript
 
 from mockworld_trainer.batches import parse_records
 from mockworld_trainer.config import parse_model_spec, parse_step_config
+from mockworld_trainer.errors import BadRequestError
 from mockworld_trainer.grpo_step import encode_records
 from mockworld_trainer.model import Policy, load_model, load_tokenizer, pad_batch
 from mockworld_trainer.optim import make_optimizer
@@ -121,3 +123,13 @@ def test_sft_steps_on_a_fixed_batch_of_tool_call_demonstrations_lower_the_loss()
     losses = [sft_update(policy, opt, recs, cfg)["loss"] for _ in range(5)]
     assert all(b < a for a, b in zip(losses, losses[1:], strict=False)), losses
     assert losses[-1] < losses[0] - 0.5, losses
+
+
+def test_a_batch_cut_before_every_assistant_token_is_refused_not_trained_on():
+    policy = tiny_policy()
+    cfg = parse_step_config({"lr": 1e-3, "max_seq_len": 16})  # shorter than any record's prompt
+    optimizer = make_optimizer(policy.model, cfg)
+    before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
+    with pytest.raises(BadRequestError, match="no assistant token within max_seq_len 16"):
+        sft_update(policy, optimizer, demonstrations("Done.", "All sorted."), cfg)
+    assert all(torch.equal(p, before[name]) for name, p in policy.model.named_parameters())
