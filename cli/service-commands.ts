@@ -32,6 +32,7 @@ export async function codecServer(values: {
     host: values.host,
     allowedOrigins,
     authorization: env.MOCKWORLD_CODEC_AUTH,
+    metricsAddress: env.MOCKWORLD_METRICS_ADDRESS,
   });
   console.log(`codec server listening on ${server.url} (key ${codec.keyId})`);
   console.error(

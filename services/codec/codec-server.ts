@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
+import { serveMetrics, timeRequests } from '../http/request-metrics.js';
 
 /**
  * Temporal's remote codec protocol over HTTP, for the Temporal UI ("Remote Codec Endpoint") and
@@ -23,6 +24,15 @@ export interface CodecServerOptions {
   readonly authorization?: string;
   /** Largest request body. Default 16 MiB. */
   readonly maxBodyBytes?: number;
+  /** Set (MOCKWORLD_METRICS_ADDRESS, host:port): serves its requests by route and outcome there. */
+  readonly metricsAddress?: string;
+}
+
+/** The route label of a codec request: `encode`, `decode`, `preflight` (CORS) or `other`. */
+export function codecRoute(method: string, path: string): string {
+  if (method === 'OPTIONS') return 'preflight';
+  const route = path.replace(/\/+$/, '');
+  return route === '/encode' ? 'encode' : route === '/decode' ? 'decode' : 'other';
 }
 
 /** A running codec server. */
@@ -86,7 +96,19 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     sendJson(res, 200, { payloads: result.map(toJson) });
   }
 
-  return listen(server, options.port, options.host ?? '127.0.0.1');
+  timeRequests(server, 'codec', codecRoute);
+  const closeMetrics = await serveMetrics(options.metricsAddress);
+  const serving = await listen(server, options.port, options.host ?? '127.0.0.1').catch(async (error) => {
+    await closeMetrics();
+    throw error;
+  });
+  return {
+    ...serving,
+    async close() {
+      await serving.close();
+      await closeMetrics();
+    },
+  };
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

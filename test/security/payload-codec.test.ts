@@ -21,6 +21,8 @@ import {
 import { connectClient } from '../../client/connect.js';
 import { MockworldPlugin } from '../../workers/plugin.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { freePort } from '../../testkit/ports.js';
+import { sampleValue, scrape } from '../../testkit/prometheus.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
 
 const newKey = () => randomBytes(32);
@@ -214,6 +216,7 @@ describe('a workflow run with payload encryption on', () => {
   let client: Client;
   let raw: Client;
   let server: CodecServer;
+  let metricsAddress: string;
   const taskQueue = `codec-${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
@@ -234,7 +237,8 @@ describe('a workflow run with payload encryption on', () => {
     connection = await Connection.connect({ address: inject('temporalAddress') });
     client = new Client({ connection, dataConverter: { payloadCodecs: [codec] } });
     raw = new Client({ connection });
-    server = await startCodecServer({ codec, port: 0, authorization: AUTH });
+    metricsAddress = `127.0.0.1:${await freePort()}`;
+    server = await startCodecServer({ codec, port: 0, authorization: AUTH, metricsAddress });
   });
   afterAll(async () => {
     await server?.close();
@@ -310,6 +314,7 @@ describe('a workflow run with payload encryption on', () => {
   });
 
   it('answers the remote codec protocol: auth, CORS for the Temporal UI, encode, tampering, limits', async () => {
+    const before = await scrape(metricsAddress);
     const plain = toWire([jsonPayload({ hello: MARKER })]);
     expect((await decode(plain, {})).status).toBe(401);
     expect((await decode(plain, { authorization: `${AUTH}x` })).status).toBe(401);
@@ -360,6 +365,18 @@ describe('a workflow run with payload encryption on', () => {
     expect(fromUi.headers.get('access-control-allow-origin')).toBe('http://localhost:8233');
     const elsewhere = await decode(sealed, { authorization: AUTH, origin: 'http://evil.example' });
     expect(elsewhere.headers.get('access-control-allow-origin')).toBeNull();
+
+    // Its requests by route and outcome at MOCKWORLD_METRICS_ADDRESS.
+    const after = await scrape(metricsAddress);
+    const delta = (route: string, outcome: string) => {
+      const labels = { service: 'codec', route, outcome };
+      const name = 'mockworld_service_request_duration_seconds_count';
+      return sampleValue(after, name, labels) - sampleValue(before, name, labels);
+    };
+    expect(delta('encode', 'ok')).toBe(1);
+    expect(delta('decode', 'client_error')).toBeGreaterThanOrEqual(5); // 2 x 401, tampered, 2 malformed
+    expect(delta('preflight', 'ok')).toBe(1);
+    expect(delta('other', 'client_error')).toBe(1);
   });
 
   it('runs as `mockworld codec-server` with the key and the auth value from the environment', async () => {
