@@ -48,7 +48,11 @@ describe('deploy files', () => {
 
   it('every Dockerfile passes hadolint', async () => {
     const dockerfiles = readdirSync(path.join(DEPLOY, 'docker')).filter((f) => f.endsWith('.Dockerfile'));
-    expect(dockerfiles.sort()).toEqual(['cpu-worker.Dockerfile', 'trainer.Dockerfile']);
+    expect(dockerfiles.sort()).toEqual([
+      'cpu-worker.Dockerfile',
+      'trainer.Dockerfile',
+      'verl-adapter.Dockerfile',
+    ]);
     const result = await tool('hadolint', ...dockerfiles.map((f) => path.join(DEPLOY, 'docker', f)));
     expect(result.stdout + result.stderr).toBe('');
     expect(result.code).toBe(0);
