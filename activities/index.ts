@@ -1,6 +1,7 @@
 import { loadEnvironment } from '../schemas/environment.js';
 import { withLivenessHeartbeats } from './heartbeat.js';
 import { createCorrectnessActivities } from './correctness/index.js';
+import { createEvaluationActivities } from './evaluation/index.js';
 import { createModelClient } from './llm/index.js';
 import { createJudgeAuditActivities } from './reward/judge-audit.js';
 import { createRunActivities } from './runs.js';
@@ -32,6 +33,7 @@ export function createActivities(
     ...createSandboxActivities(loadEnvironment().MOCKWORLD_SANDBOX_VENV),
     ...createSearchActivities(deps.databaseUrl),
     ...createCorrectnessActivities(deps.databaseUrl, models, loadEnvironment().MOCKWORLD_SANDBOX_VENV),
+    ...createEvaluationActivities(deps.databaseUrl, models, loadEnvironment().MOCKWORLD_SANDBOX_VENV),
   });
 }
 

@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { closePools, getPool } from '../activities/store/db.js';
+import { indexCorpus } from '../activities/search/index.js';
 import { writeStudyReport } from '../activities/study/report.js';
 import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../activities/synthesis/import.js';
 import { cancelRun, describeRun, queryRun, setBudget, signalRun, startRun } from '../client/runs.js';
@@ -57,6 +58,9 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
   mockworld import <tasks.jsonl> [--id ID]
                                         store exported tasks (or your own, same format) as a dataset
                                         a GrpoTraining spec trains on (dataset.synthesisRunId: ID)
+  mockworld search-index <corpus.jsonl> [--collection NAME]
+                                        index {"id", "title", "text", "url"} documents for the offline
+                                        search tool (search: { kind: offline, collection: NAME })
   mockworld demo [spec]                 the main job: stack up, a worker, a run on the embedded model
   mockworld codec-server [--port N] [--host H] [--origin URL]...
                                         decrypt payloads for the Temporal UI (needs MOCKWORLD_PAYLOAD_KEY)
@@ -86,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
       out: { type: 'string' },
       format: { type: 'string', default: 'jsonl' },
       config: { type: 'string' },
+      collection: { type: 'string' },
       'task-queue': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
@@ -282,6 +287,23 @@ async function main(argv: string[]): Promise<number> {
       const result = await importTasks(getPool(loadEnvironment().DATABASE_URL), id, file, text);
       print(
         `${result.tasks} tasks imported as dataset ${id}: train on them with dataset.synthesisRunId: ${id}`,
+        result,
+      );
+      return 0;
+    }
+    case 'search-index': {
+      const file = rest[0];
+      if (!file) throw new UsageError('mockworld search-index needs a corpus JSONL file');
+      const collection = values.collection ?? path.basename(file, path.extname(file));
+      const result = await indexCorpus(
+        getPool(loadEnvironment().DATABASE_URL),
+        collection,
+        path.resolve(file),
+      );
+      print(
+        result.changed
+          ? `${result.documents} documents indexed as collection ${collection}: search: { kind: offline, collection: ${collection} }`
+          : `collection ${collection} already holds this file (${result.documents} documents); nothing written`,
         result,
       );
       return 0;

@@ -89,8 +89,20 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
     }
     case 'GrpoTraining':
       return { ...spec, templates: templates(spec.templates) };
+    case 'Evaluation': {
+      const files = <T extends { datasets: Array<{ path: string }> }>(b: T | undefined): T | undefined =>
+        b && { ...b, datasets: b.datasets.map((d) => ({ ...d, path: path.resolve(baseDir, d.path) })) };
+      const { math, search } = spec.benchmarks;
+      return {
+        ...spec,
+        benchmarks: {
+          ...spec.benchmarks,
+          ...(math ? { math: files(math) } : {}),
+          ...(search ? { search: files(search) } : {}),
+        },
+      };
+    }
     case 'Smoke':
-    case 'Evaluation':
     case 'JudgeAudit':
     case 'SftTraining':
       return spec;

@@ -27,6 +27,13 @@ export const TAU2_DOMAINS = ['airline', 'retail', 'telecom'] as const;
 export const EvalBenchmarkSchema = z.enum(['bfcl', 'tau2']);
 export type EvalBenchmark = z.infer<typeof EvalBenchmarkSchema>;
 
+/**
+ * Every benchmark an Evaluation runs: the official ones on the Python evaluation worker, math and
+ * search on the CPU worker (schemas/reasoning-evaluation.ts); their trials share eval_trials.
+ */
+export const EvaluationBenchmarkSchema = z.enum(['bfcl', 'tau2', 'math', 'search']);
+export type EvaluationBenchmark = z.infer<typeof EvaluationBenchmarkSchema>;
+
 /** An endpoint as the worker takes it: no key, only the name of the variable holding it. */
 export const EvalEndpointSchema = z
   .object({ baseUrl: z.string().min(1), model: z.string().min(1), apiKeyEnv: z.string().optional() })
@@ -63,7 +70,7 @@ export type TrialInput = z.infer<typeof TrialInputSchema>;
 
 export const TrialSummarySchema = z.object({
   evaluationId: z.string(),
-  benchmark: EvalBenchmarkSchema,
+  benchmark: EvaluationBenchmarkSchema,
   group: z.string(),
   taskId: z.string(),
   trial: z.number().int(),
@@ -113,7 +120,7 @@ export const EvaluationMetricsSchema = z.object({
   trials: z.number(),
   groups: z.array(
     z.object({
-      benchmark: EvalBenchmarkSchema,
+      benchmark: EvaluationBenchmarkSchema,
       group: z.string(),
       tasks: z.number(),
       trials: z.number(),
@@ -138,7 +145,7 @@ export const EvaluationMetricsSchema = z.object({
       against: z.string(),
       groups: z.array(
         z.object({
-          benchmark: EvalBenchmarkSchema,
+          benchmark: EvaluationBenchmarkSchema,
           group: z.string(),
           tasks: z.number(),
           difference: z.number(),

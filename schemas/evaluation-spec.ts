@@ -1,10 +1,14 @@
 import { z } from 'zod';
 import { BFCL_CATEGORIES, TAU2_DOMAINS } from './evaluation-contract.js';
-import { ModelEndpointSchema } from './model-endpoint.js';
+import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
+import { BenchmarkFileSchema } from './reasoning-evaluation.js';
+import { SandboxCapsSchema } from './reasoning-sandbox.js';
+import { SearchBackendSchema } from './reasoning-search.js';
 
 /**
- * An evaluation of one policy on the seed's benchmarks through their official code (the Python
- * evaluation worker): tau2-bench and BFCL-V4 multi-turn. Every (benchmark, category or domain, task,
+ * An evaluation of one policy on the seed's benchmarks: tau2-bench and BFCL-V4 multi-turn through
+ * their official code (the Python evaluation worker), math and search problems from the user's
+ * JSONL files with the real python and search tools (the CPU worker). Every (benchmark, category or domain, task,
  * trial) is one activity, run exactly once; the run ends with the benchmarks' own metrics.
  */
 
@@ -104,6 +108,45 @@ const BfclSchema = z
   })
   .strict();
 
+/** Math or search: data sets of problems, each a group, run with the real tools (seed 000 Table 3). */
+const ReasoningBenchmarkFields = {
+  datasets: z
+    .array(BenchmarkFileSchema)
+    .min(1)
+    .refine((files) => new Set(files.map((f) => f.name)).size === files.length, 'names must be distinct')
+    .describe('The data sets, each a group of the run (e.g. aime24, hmmt25).'),
+  trials: z
+    .number()
+    .int()
+    .min(1)
+    .max(32)
+    .default(4)
+    .describe('Trials per problem: Avg@k (the seed: Avg@4; Avg@6 for HMMT25 and AIME).'),
+  maxTurns: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(8)
+    .describe('Policy turns per trial (tool calls in between).'),
+  sandbox: SandboxCapsSchema.partial().optional().describe('Caps of the python tool per call.'),
+  ...taskSelection,
+};
+
+const MathBenchmarkSchema = z.object(ReasoningBenchmarkFields).strict();
+
+const SearchBenchmarkSchema = z
+  .object({
+    ...ReasoningBenchmarkFields,
+    backend: SearchBackendSchema.describe(
+      'The search tool: an offline collection or an HTTP search API (the seed: Google, top 5 snippets).',
+    ),
+    judge: ModelRoleSchema.describe(
+      'Decides answers that are no exact match of the gold answer or an alias (the seed: an LLM judge).',
+    ),
+  })
+  .strict();
+
 export const EvaluationSpecSchema = z
   .object({
     kind: z.literal('Evaluation'),
@@ -111,9 +154,16 @@ export const EvaluationSpecSchema = z
     policy: PolicySchema,
     sampling: EvalSamplingSchema.default({ temperature: 0 }),
     benchmarks: z
-      .object({ tau2: Tau2Schema.optional(), bfcl: BfclSchema.optional() })
+      .object({
+        tau2: Tau2Schema.optional(),
+        bfcl: BfclSchema.optional(),
+        math: MathBenchmarkSchema.optional().describe('Math problems (a JSONL each), with the python tool.'),
+        search: SearchBenchmarkSchema.optional().describe(
+          'Search questions (a JSONL each), with search and python.',
+        ),
+      })
       .strict()
-      .refine((b) => b.tau2 !== undefined || b.bfcl !== undefined, {
+      .refine((b) => Object.values(b).some((benchmark) => benchmark !== undefined), {
         message: 'name at least one benchmark',
       }),
     concurrency: z.number().int().min(1).max(256).default(4).describe('Trials in flight at once.'),

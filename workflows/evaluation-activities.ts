@@ -1,5 +1,15 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import { EVAL_ERROR_TYPES, type EvalActivities } from '../schemas/evaluation-contract.js';
+import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
+import type { EvaluationActivities } from '../activities/evaluation/index.js';
+import {
+  EVAL_ERROR_TYPES,
+  type EvalActivities,
+  type EvalBenchmark,
+  type ListTasksResult,
+  type TrialInput,
+  type TrialSummary,
+} from '../schemas/evaluation-contract.js';
+import type { ReasoningBenchmark, ReasoningTrialInput } from '../schemas/reasoning-evaluation.js';
 
 /**
  * The Python evaluation worker's activities on `taskQueue` (schemas/evaluation-contract.ts).
@@ -40,4 +50,85 @@ export function evalActivities(taskQueue: string) {
     listTasks: short['eval.listTasks'],
     summarize: short['eval.summarize'],
   };
+}
+
+/** Failure types the CPU worker's benchmark activities throw that a retry cannot fix. */
+const LOCAL_NON_RETRYABLE = [...NON_RETRYABLE_ACTIVITY_ERRORS, 'BenchmarkFileError', 'EvalTrialConflict'];
+
+/**
+ * The math and search benchmarks' activities, on the CPU worker's queue (the workflow's own): a
+ * trial heartbeats every turn (and while a model call or the sandbox runs), and a retry resumes its
+ * episode from the last turn.
+ */
+function localActivities() {
+  const trial = proxyActivities<EvaluationActivities>({
+    ...TRIAL_OPTIONS,
+    retry: { ...TRIAL_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
+  });
+  const short = proxyActivities<EvaluationActivities>({
+    ...SHORT_OPTIONS,
+    retry: { ...SHORT_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
+  });
+  return { runTrial: trial.runReasoningBenchmarkTrial, listTasks: short.listReasoningBenchmarkTasks };
+}
+
+/** A math or search group's settings beyond a trial's: its file and the tools' settings. */
+export type ReasoningGroupSettings = Pick<
+  ReasoningTrialInput,
+  'path' | 'maxTurns' | 'sandbox' | 'search' | 'judge'
+>;
+
+/** What a group's listing needs. */
+export interface GroupListing {
+  readonly benchmark: EvalBenchmark | ReasoningBenchmark;
+  readonly group: string;
+  readonly taskQueue: string;
+  readonly split?: string;
+  readonly taskIds?: string[];
+  readonly limit?: number;
+  readonly reasoning?: ReasoningGroupSettings;
+}
+
+/** A group's tasks: from the Python worker (tau2, BFCL) or from the benchmark file (math, search). */
+export function listGroupTasks(group: GroupListing): Promise<ListTasksResult> {
+  const selection = {
+    ...(group.taskIds === undefined ? {} : { taskIds: group.taskIds }),
+    ...(group.limit === undefined ? {} : { limit: group.limit }),
+  };
+  if (group.reasoning) {
+    return localActivities().listTasks({
+      benchmark: group.benchmark as ReasoningBenchmark,
+      group: group.group,
+      path: group.reasoning.path,
+      ...selection,
+    });
+  }
+  return evalActivities(group.taskQueue).listTasks({
+    benchmark: group.benchmark as EvalBenchmark,
+    group: group.group,
+    ...(group.split === undefined ? {} : { split: group.split }),
+    ...selection,
+  });
+}
+
+/** One (task, trial) of a group, on the worker that runs its benchmark. */
+export function runGroupTrial(
+  group: GroupListing,
+  trial: Omit<TrialInput, 'benchmark'> & { readonly benchmark: EvalBenchmark | ReasoningBenchmark },
+): Promise<TrialSummary> {
+  if (group.reasoning) {
+    const { evaluationId, group: name, taskId, trial: index, trials, policy, sampling } = trial;
+    return localActivities().runTrial({
+      evaluationId,
+      benchmark: trial.benchmark as ReasoningBenchmark,
+      group: name,
+      taskId,
+      trial: index,
+      trials,
+      policy,
+      sampling,
+      ...group.reasoning,
+    });
+  }
+  return evalActivities(group.taskQueue).runTrial({ ...trial, benchmark: trial.benchmark as EvalBenchmark });
 }

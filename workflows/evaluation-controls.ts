@@ -1,10 +1,10 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { EvalBenchmark } from '../schemas/evaluation-contract.js';
+import type { EvaluationBenchmark } from '../schemas/evaluation-contract.js';
 import { described } from './described.js';
 
 /** Where one benchmark group (a BFCL category, a tau2 domain) of an Evaluation run stands. */
 export interface GroupStatus {
-  readonly benchmark: EvalBenchmark;
+  readonly benchmark: EvaluationBenchmark;
   readonly group: string;
   /** pending, listing, running, done, failed */
   readonly state: string;

@@ -1,7 +1,7 @@
 import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { EvalBenchmark, TrialInput, TrialSummary } from '../schemas/evaluation-contract.js';
+import type { EvaluationBenchmark, TrialInput, TrialSummary } from '../schemas/evaluation-contract.js';
 import { mapBounded } from './bounded.js';
-import { evalActivities } from './evaluation-activities.js';
+import { listGroupTasks, runGroupTrial, type ReasoningGroupSettings } from './evaluation-activities.js';
 import {
   groupPauseSignal,
   groupProgressSignal,
@@ -9,10 +9,10 @@ import {
   type GroupStatus,
 } from './evaluation-controls.js';
 
-/** One benchmark group of an Evaluation run: a BFCL category or a tau2 domain. */
+/** One benchmark group of an Evaluation run: a BFCL category, a tau2 domain, a math or search data set. */
 export interface EvaluationGroupInput {
   readonly evaluationId: string;
-  readonly benchmark: EvalBenchmark;
+  readonly benchmark: EvaluationBenchmark;
   readonly group: string;
   readonly split?: string;
   readonly taskIds?: string[];
@@ -21,14 +21,17 @@ export interface EvaluationGroupInput {
   /** Everything of a trial but its group, task and trial index. */
   readonly trial: Omit<TrialInput, 'evaluationId' | 'benchmark' | 'group' | 'taskId' | 'trial' | 'trials'>;
   readonly concurrency: number;
+  /** The Python evaluation worker's queue (tau2, BFCL). */
   readonly taskQueue: string;
+  /** Math and search: the data set's file and the tools' settings (run on the CPU worker). */
+  readonly reasoning?: ReasoningGroupSettings;
   /** The run was paused when this child started. */
   readonly paused: boolean;
 }
 
 /** What a group returns to its run (the trials are in eval_trials). */
 export interface EvaluationGroupResult {
-  readonly benchmark: EvalBenchmark;
+  readonly benchmark: EvaluationBenchmark;
   readonly group: string;
   readonly tasks: number;
   readonly trials: number;
@@ -44,7 +47,6 @@ export interface EvaluationGroupResult {
  * per group keeps each history small: a tau2 domain of 114 tasks x 4 trials is ~3k events.
  */
 export async function EvaluationGroup(input: EvaluationGroupInput): Promise<EvaluationGroupResult> {
-  const { listTasks, runTrial } = evalActivities(input.taskQueue);
   let paused = input.paused;
   setHandler(groupPauseSignal, (value) => void (paused = value), {
     description: groupPauseSignal.description,
@@ -54,13 +56,7 @@ export async function EvaluationGroup(input: EvaluationGroupInput): Promise<Eval
   const parent = workflowInfo().parent;
   const parentHandle = parent ? getExternalWorkflowHandle(parent.workflowId, parent.runId) : undefined;
 
-  const listed = await listTasks({
-    benchmark: input.benchmark,
-    group: input.group,
-    ...(input.split === undefined ? {} : { split: input.split }),
-    ...(input.taskIds === undefined ? {} : { taskIds: input.taskIds }),
-    ...(input.limit === undefined ? {} : { limit: input.limit }),
-  });
+  const listed = await listGroupTasks(input);
   for (const taskId of listed.taskIds) results.set(taskId, Array<string>(input.trials).fill('pending'));
   const jobs = listed.taskIds.flatMap((taskId) =>
     Array.from({ length: input.trials }, (_, trial) => ({ taskId, trial })),
@@ -83,7 +79,7 @@ export async function EvaluationGroup(input: EvaluationGroupInput): Promise<Eval
   await mapBounded(jobs, input.concurrency, async ({ taskId, trial }) => {
     await condition(() => !paused);
     results.get(taskId)![trial] = 'running';
-    const summary: TrialSummary = await runTrial({
+    const summary: TrialSummary = await runGroupTrial(input, {
       ...input.trial,
       evaluationId: input.evaluationId,
       benchmark: input.benchmark,

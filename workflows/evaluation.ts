@@ -12,7 +12,7 @@ import type { EvalEndpoint, EvaluationMetrics } from '../schemas/evaluation-cont
 import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
 import { SHORT_ACTIVITY } from './activity-options.js';
 import { pauseSignal, resumeSignal } from './controls.js';
-import { evalActivities } from './evaluation-activities.js';
+import { evalActivities, listGroupTasks } from './evaluation-activities.js';
 import {
   groupPauseSignal,
   groupProgressSignal,
@@ -103,6 +103,31 @@ export function planGroups(
       });
     }
   }
+  const reasoning = [
+    ['math', spec.benchmarks.math],
+    ['search', spec.benchmarks.search],
+  ] as const;
+  for (const [benchmark, settings] of reasoning) {
+    if (!settings) continue;
+    const search = 'backend' in settings ? { search: settings.backend, judge: settings.judge } : {};
+    for (const dataset of settings.datasets) {
+      groups.push({
+        ...common,
+        benchmark,
+        group: dataset.name,
+        ...(settings.taskIds ? { taskIds: settings.taskIds } : {}),
+        ...(settings.limit ? { limit: settings.limit } : {}),
+        trials: settings.trials,
+        trial: { policy, sampling: spec.sampling },
+        reasoning: {
+          path: dataset.path,
+          maxTurns: settings.maxTurns,
+          ...(settings.sandbox ? { sandbox: settings.sandbox } : {}),
+          ...search,
+        },
+      });
+    }
+  }
   return groups;
 }
 
@@ -183,18 +208,12 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   linkViewer(await recordRunStart({ runId, kind: 'Evaluation', spec }));
   const results: EvaluationGroupResult[] = [];
   let metrics: EvaluationMetrics;
-  const { listTasks, summarize } = evalActivities(spec.evalTaskQueue);
+  const { summarize } = evalActivities(spec.evalTaskQueue);
   try {
     // The tasks first, so the run knows its total and a bad task id fails it before any trial.
     control.progress(0, 'listing tasks');
     for (const [index, group] of groups.entries()) {
-      const listed = await listTasks({
-        benchmark: group.benchmark,
-        group: group.group,
-        ...(group.split === undefined ? {} : { split: group.split }),
-        ...(group.taskIds === undefined ? {} : { taskIds: group.taskIds }),
-        ...(group.limit === undefined ? {} : { limit: group.limit }),
-      });
+      const listed = await listGroupTasks(group);
       const key = `${group.benchmark}/${group.group}`;
       statuses.set(key, { ...statuses.get(key)!, total: listed.taskIds.length * group.trials });
       const { limit: _limit, ...rest } = group;

@@ -2,7 +2,7 @@ import { executeChild, isCancellation, ParentClosePolicy } from '@temporalio/wor
 import type { EvaluationMetrics } from '../schemas/evaluation-contract.js';
 import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
 import type { TrainingBenchmarks } from '../schemas/training-benchmarks.js';
-import { evalActivities } from './evaluation-activities.js';
+import { listGroupTasks } from './evaluation-activities.js';
 import type { Evaluation } from './evaluation.js';
 import { planGroups } from './evaluation.js';
 import { innermostFailure, MAX_FAILURE_CHARS } from './failure.js';
@@ -51,15 +51,8 @@ export function benchmarkEvaluationSpec(
  * evaluation worker) fails the training run at its start, not after its first iteration's compute.
  */
 export async function checkBenchmarkTasks(benchmarks: TrainingBenchmarks, runId: string): Promise<void> {
-  const { listTasks } = evalActivities(benchmarks.evalTaskQueue);
   for (const group of planGroups(benchmarkEvaluationSpec(benchmarks, runId, 0), benchmarkRunId(runId, 0))) {
-    await listTasks({
-      benchmark: group.benchmark,
-      group: group.group,
-      ...(group.split === undefined ? {} : { split: group.split }),
-      ...(group.taskIds === undefined ? {} : { taskIds: group.taskIds }),
-      ...(group.limit === undefined ? {} : { limit: group.limit }),
-    });
+    await listGroupTasks(group);
   }
 }
 

@@ -211,7 +211,7 @@ export type JudgedRollout =
 export type TrainingActivities = ReturnType<typeof createTrainingActivities>;
 
 /** Heartbeat and cancellation of the current activity; none when called outside one (scripts, tests). */
-function activityHooks(): EpisodeHooks {
+export function activityHooks(): EpisodeHooks {
   let context: Context;
   try {
     context = Context.current();

@@ -8,10 +8,10 @@
  */
 import type pg from 'pg';
 import { BOUNDS } from '../../schemas/bounds.js';
-import { EpisodeInputSchema, type EndReason } from '../../schemas/episode-input.js';
+import { EpisodeInputSchema, type EndReason, type EpisodeInput } from '../../schemas/episode-input.js';
 import type { FunctionTool } from '../../schemas/function-tool.js';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
-import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
+import type { CorrectnessReward, ReasoningKind } from '../../schemas/reasoning-correctness.js';
 import type { ReasoningMix } from '../../schemas/grpo-spec.js';
 import { scoreAnswers } from '../correctness/rewards.js';
 import type { ModelClient } from '../llm/index.js';
@@ -93,26 +93,17 @@ export interface ReasoningRolloutDependencies {
 }
 
 /**
- * Runs (or resumes) the episode, then scores its last answer. Tool calls run for real, each turn's
- * in order; an unknown tool or a call past the per-turn bound gets an error observation, never a
- * failed activity. A search problem without `reasoning.search` is refused (TaskNotReadyError):
- * planIteration refuses such a mix before any rollout.
+ * Runs (or resumes) the episode, then scores its last answer. A search problem without
+ * `reasoning.search` is refused (TaskNotReadyError): planIteration refuses such a mix before any
+ * rollout.
  */
 export async function runReasoningRollout(
   deps: ReasoningRolloutDependencies,
   input: ReasoningRolloutInput,
   hooks: EpisodeHooks = {},
 ): Promise<ReasoningRolloutResult> {
-  const { pool, models } = deps;
-  const { signal } = hooks;
-  signal?.throwIfAborted();
   const purpose = input.purpose ?? 'rollout';
-  const problem = await loadKeptProblem(pool, input.taskId);
-  const searchBackend = input.reasoning.search;
-  if (problem.kind === 'search' && !searchBackend) {
-    throw new TaskNotReadyError(problem.problemId, 'a search problem needs dataset.reasoning.search');
-  }
-  const tools = reasoningTools(problem.kind);
+  const problem = await loadKeptProblem(deps.pool, input.taskId);
   const episode = EpisodeInputSchema.parse({
     episodeId: trainingEpisodeId(input.runId, input.iteration, input.taskId, input.sampleIndex, purpose),
     taskId: input.taskId,
@@ -129,6 +120,37 @@ export async function runReasoningRollout(
     templates: input.templates,
     world: input.world,
   });
+  const state = await playReasoningEpisode(deps, problem, episode, input.reasoning, hooks);
+  const reward = await scoreReasoningEpisode(deps, problem, state, input.runId, input.judge, hooks.signal);
+  return {
+    episodeId: episode.episodeId,
+    turns: state.turns,
+    endReason: state.endReason!,
+    reward: reward.reward,
+    extractedAnswer: reward.extractedAnswer,
+  };
+}
+
+/**
+ * Plays (or resumes) one episode of the policy on a problem: its turns, with every tool call run for
+ * real, in order; an unknown tool or a call past the per-turn bound gets an error observation, never
+ * a failed activity. Returns the finished episode's state.
+ */
+export async function playReasoningEpisode(
+  deps: ReasoningRolloutDependencies,
+  problem: ReasoningProblem,
+  episode: EpisodeInput,
+  tooling: Pick<ReasoningMix, 'search' | 'sandbox'>,
+  hooks: EpisodeHooks = {},
+): Promise<EpisodeState> {
+  const { pool, models } = deps;
+  const { signal } = hooks;
+  signal?.throwIfAborted();
+  const searchBackend = tooling.search;
+  if (problem.kind === 'search' && !searchBackend) {
+    throw new TaskNotReadyError(problem.problemId, 'a search problem needs a search backend');
+  }
+  const tools = reasoningTools(problem.kind);
 
   /** One tool call's answer: the real program's output or the search results. */
   const answer = async (call: AgentToolCall): Promise<{ content: string; error: boolean }> => {
@@ -137,7 +159,7 @@ export async function runReasoningRollout(
       return { content: `Error: there is no tool "${call.name}"; the tools are: ${offered}.`, error: true };
     }
     if (call.name === PYTHON_TOOL.function.name) {
-      const outcome = await callPythonTool(deps.sandbox(), call.arguments, input.reasoning.sandbox);
+      const outcome = await callPythonTool(deps.sandbox(), call.arguments, tooling.sandbox);
       return { content: outcome.content, error: outcome.run?.outcome !== 'ok' };
     }
     const outcome = await callSearchTool({ pool, env: deps.env, signal }, searchBackend!, call.arguments);
@@ -147,14 +169,14 @@ export async function runReasoningRollout(
   let state = await openEpisode(
     pool,
     episode,
-    await solveMessages(problem.kind, problem.scenario, input.templates),
+    await solveMessages(problem.kind, problem.scenario, episode.templates),
   );
   while (state.endReason === null) {
     signal?.throwIfAborted();
     const turn = state.turns + 1;
     const agent = agentForTurn(episode.agent, episode.maxResponseTokens, state.responseTokens);
     const reply = await models.chat({
-      ...callSettings(agent, POLICY_ROLE, { runId: input.runId, signal }),
+      ...callSettings(agent, episode.agentRoleName, { runId: episode.runId, signal }),
       messages: state.messages,
       tools,
       sampleIndex: episode.sampleIndex,
@@ -200,25 +222,34 @@ export async function runReasoningRollout(
     state = next;
     await hooks.onTurn?.(progressOf(state));
   }
+  return state;
+}
 
+/**
+ * The correctness reward of a finished episode's last answer, stored under the episode's id (a
+ * retry finds it). `judge` decides search answers that are no exact match.
+ */
+export async function scoreReasoningEpisode(
+  deps: ReasoningRolloutDependencies,
+  problem: ReasoningProblem & { readonly aliases?: readonly string[] },
+  state: EpisodeState,
+  runId: string,
+  judge: ModelRole | undefined,
+  signal?: AbortSignal,
+): Promise<CorrectnessReward> {
   const [reward] = await scoreAnswers(
-    { pool, models, sandbox: deps.sandbox, signal },
+    { pool: deps.pool, models: deps.models, sandbox: deps.sandbox, signal },
     {
-      runId: input.runId,
+      runId,
       kind: problem.kind,
       question: problem.scenario,
       gold: problem.answer,
-      judge: problem.kind === 'search' ? input.judge : undefined,
-      items: [{ rewardId: episode.episodeId, response: finalResponse(state) }],
+      aliases: [...(problem.aliases ?? [])],
+      judge: problem.kind === 'search' ? judge : undefined,
+      items: [{ rewardId: state.episodeId, response: finalResponse(state) }],
     },
   );
-  return {
-    episodeId: episode.episodeId,
-    turns: state.turns,
-    endReason: state.endReason!,
-    reward: reward!.reward,
-    extractedAnswer: reward!.extractedAnswer,
-  };
+  return reward!;
 }
 
 /** The text of the last assistant turn: the answer the reward reads. */

@@ -1,0 +1,48 @@
+/**
+ * The Evaluation run's activities on the CPU worker: the math and search benchmarks (the official
+ * tau2 and BFCL code runs on the Python evaluation worker, workers/evaluation).
+ */
+import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
+import type { ReasoningListInput, ReasoningTrialInput } from '../../schemas/reasoning-evaluation.js';
+import type { ModelClient } from '../llm/index.js';
+import { DEFAULT_SANDBOX_VENV, locateSandbox, type SandboxInstall } from '../sandbox/install.js';
+import { getPool } from '../store/db.js';
+import { activityHooks } from '../training/index.js';
+import { listReasoningBenchmarkTasks, runReasoningBenchmarkTrial } from './reasoning-trial.js';
+
+export { BENCHMARK_FILE_ERROR, readBenchmarkFile } from './benchmark-file.js';
+
+/** The math and search benchmark activities, bound to one database, model client and sandbox. */
+export function createEvaluationActivities(
+  databaseUrl: string,
+  models: ModelClient,
+  sandboxVenv: string = DEFAULT_SANDBOX_VENV,
+) {
+  let sandbox: SandboxInstall | undefined;
+  return {
+    /** A math or search group's problem ids, versions and data hash. Not retryable: `BenchmarkFileError`. */
+    async listReasoningBenchmarkTasks(input: ReasoningListInput): Promise<ListTasksResult> {
+      return listReasoningBenchmarkTasks(input);
+    },
+
+    /**
+     * One (problem, trial), exactly once, stored in eval_trials; a retry resumes its episode. Not
+     * retryable: `BenchmarkFileError`, `EvalTrialConflict` (stored with other settings).
+     */
+    async runReasoningBenchmarkTrial(input: ReasoningTrialInput): Promise<TrialSummary> {
+      const hooks = activityHooks();
+      return runReasoningBenchmarkTrial(
+        {
+          pool: getPool(databaseUrl),
+          models,
+          sandbox: () => ({ install: (sandbox ??= locateSandbox(sandboxVenv)), signal: hooks.signal }),
+        },
+        input,
+        hooks,
+      );
+    },
+  };
+}
+
+/** The evaluation activities' interface, for `proxyActivities`. */
+export type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;

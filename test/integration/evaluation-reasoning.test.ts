@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { indexCorpus } from '../../activities/search/index.js';
+import { getPool } from '../../activities/store/db.js';
+import { REPO_ROOT } from '../../deploy/paths.js';
+import type { EvaluationSummary } from '../../workflows/evaluation.js';
+import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
+import { startEvalWorker, type EvalWorkerProcess } from '../../testkit/eval-worker.js';
+import {
+  startModelServer,
+  type ModelServer,
+  type Reply,
+  type ScriptedRequest,
+} from '../../testkit/model-server.js';
+import { startTestWorker, type TestWorker } from '../../testkit/temporal.js';
+import { recordHistory } from '../../testkit/vitest/histories.js';
+
+/**
+ * Math and search benchmarks of an Evaluation run (seed 000 Table 3) on the shipped sample files:
+ * the CPU worker runs each (problem, trial) with the real sandboxed python tool and the offline
+ * search index, stores it beside tau2's and BFCL's trials, and the evaluation worker computes the
+ * same metrics for them. The scripted policy writes back what its program printed: trial 0 runs
+ * the right program and trial 1 a wrong one, so math Avg@2 is 0.5 only if real Python ran.
+ */
+const PROGRAMS: Record<string, { right: string; wrong: string }> = {
+  '23 boards': { right: 'print(23 * 17)', wrong: 'print(23 * 16)' },
+  'from 1 to 50': { right: 'print(sum(range(1, 51)))', wrong: 'print(sum(range(1, 50)))' },
+  'remainder when 2^10': { right: 'print(2 ** 10 % 7)', wrong: 'print(2 ** 10 % 5)' },
+};
+
+const text = (content: unknown) => (typeof content === 'string' ? content : '');
+
+function policy(request: ScriptedRequest): Reply {
+  const { messages, seed = 0 } = request.body;
+  const question = text(messages.find((m) => m.role === 'user')?.content);
+  const last = messages[messages.length - 1]!;
+  const person = /was (Marie Curie|Ada Lovelace) born/.exec(question)?.[1];
+  if (last.role === 'tool') {
+    const observed = text(last.content).trim();
+    if (person)
+      return `Final answer: ${new RegExp(`${person} .*?born in (\\w+)`).exec(observed)?.[1] ?? 'unknown'}`;
+    return `The program printed ${observed}.\n\n\\boxed{${observed}}`;
+  }
+  if (person) return { toolCalls: [{ name: 'search', arguments: { query: `${person} born` } }] };
+  const program = Object.entries(PROGRAMS).find(([key]) => question.includes(key))![1];
+  return {
+    toolCalls: [{ name: 'python', arguments: { code: seed % 2 === 0 ? program.right : program.wrong } }],
+  };
+}
+
+describe('math and search benchmarks in an Evaluation run', () => {
+  let db: TestDatabase;
+  let models: ModelServer;
+  let tw: TestWorker;
+  let evalWorker: EvalWorkerProcess;
+  let dir: string;
+  const evalQueue = `eval-${randomBytes(4).toString('hex')}`;
+  const examples = path.join(REPO_ROOT, 'examples', 'evaluation');
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-eval-reasoning-'));
+    db = await createTestDatabase();
+    await indexCorpus(getPool(db.url), 'sample-corpus', path.join(REPO_ROOT, 'examples/search/corpus.jsonl'));
+    models = await startModelServer({ script: [{ role: 'policy', reply: policy }] });
+    tw = await startTestWorker(inject('temporalAddress'), db.url);
+    evalWorker = await startEvalWorker({
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      MOCKWORLD_EVAL_TASK_QUEUE: evalQueue,
+      DATABASE_URL: db.url,
+    });
+  }, 240_000);
+  afterAll(async () => {
+    await evalWorker?.kill();
+    await tw?.close();
+    await models?.close();
+    await db?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const spec = (mathFile: string) => ({
+    kind: 'Evaluation',
+    name: 'reasoning',
+    policy: { endpoint: { baseUrl: models.url, model: 'scripted-policy' } },
+    sampling: { temperature: 0 },
+    benchmarks: {
+      math: { datasets: [{ name: 'math-sample', path: mathFile }], trials: 2 },
+      search: {
+        datasets: [{ name: 'search-sample', path: path.join(examples, 'search-sample.jsonl') }],
+        trials: 2,
+        backend: { kind: 'offline', collection: 'sample-corpus' },
+        judge: { endpoint: { baseUrl: models.url, model: 'scripted-judge' } },
+      },
+    },
+    concurrency: 2,
+    evalTaskQueue: evalQueue,
+    bootstrapSamples: 200,
+  });
+  const runId = `eval-reasoning-${Date.now()}`;
+
+  it('runs every (problem, trial) once with the real tools, stores it, and scores Avg@k', async () => {
+    const summary: EvaluationSummary = await tw.client.workflow.execute('Evaluation', {
+      args: [spec(path.join(examples, 'math-sample.jsonl'))],
+      taskQueue: tw.taskQueue,
+      workflowId: runId,
+    });
+    const groups = Object.fromEntries(summary.metrics.groups.map((g) => [`${g.benchmark}/${g.group}`, g]));
+    expect(groups['math/math-sample']).toMatchObject({ tasks: 3, trials: 6, k: 2, avgAtK: 0.5 });
+    expect(groups['math/math-sample']!.passHatK).toMatchObject({ '1': 0.5, '2': 0 });
+    expect(groups['search/search-sample']).toMatchObject({ tasks: 2, trials: 4, avgAtK: 1 });
+
+    const trials = await query<{
+      benchmark: string;
+      task_id: string;
+      trial: number;
+      reward: number;
+      detail: string;
+      tool: string;
+    }>(
+      db.url,
+      `SELECT benchmark, task_id, trial, reward, detail, trajectory->3->>'content' AS tool
+         FROM eval_trials WHERE evaluation_id = $1 ORDER BY benchmark, task_id, trial`,
+      [runId],
+    );
+    expect(trials).toHaveLength(10);
+    for (const row of trials.filter((r) => r.benchmark === 'math')) {
+      // The answer is what the sandbox printed: right program (trial 0) -> 1, wrong -> 0.
+      expect(row.reward).toBe(row.trial === 0 ? 1 : 0);
+      expect(row.detail).toMatch(/^math-verify/);
+    }
+    expect(trials.find((r) => r.task_id === 'curie-birthplace')!.tool).toMatch(/Warsaw/); // the offline index
+    const policyCalls = models.requestCount('policy');
+    expect(policyCalls).toBe(3 * 2 * 2 + 2 * 2 * 2); // two turns per trial
+
+    // Started again under its id: every trial is returned as stored, no model call is made.
+    const again: EvaluationSummary = await tw.client.workflow.execute('Evaluation', {
+      args: [spec(path.join(examples, 'math-sample.jsonl'))],
+      taskQueue: tw.taskQueue,
+      workflowId: runId,
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    });
+    expect(again.metrics.trials).toBe(10);
+    expect(models.requestCount('policy')).toBe(policyCalls);
+    await recordHistory(runId, 'evaluation-math-search');
+  });
+
+  it('refuses a benchmark file with a bad line before any trial, naming the line', async () => {
+    const bad = path.join(dir, 'bad.jsonl');
+    await writeFile(bad, '{"question": "1+1?", "answer": "2"}\n{"question": "no answer"}\nnot json\n');
+    const before = models.requestCount('policy');
+    const run = tw.client.workflow.execute('Evaluation', {
+      args: [spec(bad)],
+      taskQueue: tw.taskQueue,
+      workflowId: `${runId}-bad`,
+    });
+    const failure = await run.then(
+      () => undefined,
+      (error: Error & { cause?: Error & { cause?: Error } }) =>
+        String(error.cause?.cause?.message ?? error.cause?.message),
+    );
+    expect(failure).toMatch(/2 bad line\(s\): line 2: answer: .*; line 3: not JSON/);
+    expect(models.requestCount('policy')).toBe(before);
+  });
+});
