@@ -1,4 +1,10 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type pg from 'pg';
+import { evaluationChartSpec } from '../activities/charts/evaluation-charts.js';
+import { renderChartSvg } from '../activities/charts/render.js';
+import { datasetDirectoryName } from '../activities/synthesis/export.js';
+import { loadEnvironment } from '../schemas/environment.js';
 import { EvaluationMetricsSchema, type EvaluationMetrics } from '../schemas/evaluation-contract.js';
 import { renderTable } from './table.js';
 
@@ -15,7 +21,14 @@ export async function renderEvaluationReport(
   summary: Record<string, unknown> | null,
 ): Promise<{ text: string; json: Record<string, unknown> }> {
   const metrics = EvaluationMetricsSchema.safeParse(summary?.['metrics']);
-  if (metrics.success) return { text: renderMetrics(runId, status, metrics.data), json: metrics.data };
+  if (metrics.success) {
+    // The figure is an extra: a report must not fail because MOCKWORLD_HOME is not writable.
+    const chart = await writeScoresChart(runId, metrics.data).catch(
+      (error: unknown) => `not written (${error instanceof Error ? error.message : error})`,
+    );
+    const text = `${renderMetrics(runId, status, metrics.data)}\n\nscores chart: ${chart}\nevery trial with its trajectory: mockworld export ${runId}`;
+    return { text, json: { ...metrics.data, chart } };
+  }
   const { rows } = await pool.query<{
     benchmark: string;
     group: string;
@@ -92,4 +105,13 @@ function renderMetrics(runId: string, status: string, m: EvaluationMetrics): str
     );
   }
   return parts.join('\n');
+}
+
+/** Writes the run's chart to `$MOCKWORLD_HOME/evaluation/<run>/scores.svg`; returns its path. */
+async function writeScoresChart(runId: string, metrics: EvaluationMetrics): Promise<string> {
+  const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'evaluation', datasetDirectoryName(runId));
+  await mkdir(directory, { recursive: true });
+  const file = path.join(directory, 'scores.svg');
+  await writeFile(file, await renderChartSvg(evaluationChartSpec(runId, metrics)), 'utf8');
+  return file;
 }

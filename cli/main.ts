@@ -3,7 +3,9 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { closePools, getPool } from '../activities/store/db.js';
+import { exportEvaluationTrials } from '../activities/evaluation/index.js';
 import { indexCorpus } from '../activities/search/index.js';
+import { datasetDirectoryName } from '../activities/synthesis/export.js';
 import { writeStudyReport } from '../activities/study/report.js';
 import { DatasetImportError, importTasks, MAX_IMPORT_BYTES } from '../activities/synthesis/import.js';
 import { cancelRun, describeRun, queryRun, setBudget, signalRun, startRun } from '../client/runs.js';
@@ -54,7 +56,8 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
                                         write a synthesis run's dataset: jsonl (tasks.jsonl, verl.jsonl;
                                         the default), verl-parquet (verl's RL layout), hf (Hugging Face
                                         datasets: Parquet shards + dataset card), sft (demonstrations
-                                        as chats with tool calls), or all
+                                        as chats with tool calls), or all; of an Evaluation run, every
+                                        trial with its trajectory (trials.jsonl)
   mockworld import <tasks.jsonl> [--id ID]
                                         store exported tasks (or your own, same format) as a dataset
                                         a GrpoTraining spec trains on (dataset.synthesisRunId: ID)
@@ -264,6 +267,15 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'export': {
       const id = needId();
+      if ((await readReport(id)).kind === 'Evaluation') {
+        const env = loadEnvironment();
+        const out = path.resolve(
+          values.out ?? path.join(env.MOCKWORLD_HOME, 'evaluation', datasetDirectoryName(id)),
+        );
+        const result = await exportEvaluationTrials(getPool(env.DATABASE_URL), id, out);
+        print(`${result.trials} trials (each with its trajectory) written to\n  ${result.file}`, result);
+        return 0;
+      }
       const formats = ExportFormatListSchema.safeParse(values.format);
       if (!formats.success)
         throw new UsageError(

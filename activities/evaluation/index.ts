@@ -46,3 +46,4 @@ export function createEvaluationActivities(
 
 /** The evaluation activities' interface, for `proxyActivities`. */
 export type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
+export { exportEvaluationTrials } from './export.js';

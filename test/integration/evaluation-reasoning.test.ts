@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -7,6 +7,7 @@ import { indexCorpus } from '../../activities/search/index.js';
 import { getPool } from '../../activities/store/db.js';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import type { EvaluationSummary } from '../../workflows/evaluation.js';
+import { runCli } from '../../testkit/cli.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { startEvalWorker, type EvalWorkerProcess } from '../../testkit/eval-worker.js';
 import {
@@ -144,6 +145,21 @@ describe('math and search benchmarks in an Evaluation run', () => {
     expect(again.metrics.trials).toBe(10);
     expect(models.requestCount('policy')).toBe(policyCalls);
     await recordHistory(runId, 'evaluation-math-search');
+
+    // The report's table and chart, and every trial with its trajectory as JSON Lines.
+    const env = { DATABASE_URL: db.url, MOCKWORLD_HOME: dir };
+    const report = await runCli(env, 'report', runId);
+    expect(report.code).toBe(0);
+    expect(report.stdout).toMatch(/math\s+math-sample\s+3\s+2\s+0\.500/);
+    const chart = /scores chart: (\S+\.svg)/.exec(report.stdout)![1]!;
+    expect(await readFile(chart, 'utf8')).toMatch(/^<svg[\s\S]*pass\^k/);
+    const exported = await runCli(env, 'export', runId, '--out', path.join(dir, 'export'));
+    expect(exported.code).toBe(0);
+    const lines = (await readFile(path.join(dir, 'export', 'trials.jsonl'), 'utf8')).trim().split('\n');
+    expect(lines).toHaveLength(10);
+    const first = JSON.parse(lines[0]!) as { benchmark: string; trajectory: Array<{ role: string }> };
+    expect(first.benchmark).toBe('math');
+    expect(first.trajectory.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant']);
   });
 
   it('refuses a benchmark file with a bad line before any trial, naming the line', async () => {
