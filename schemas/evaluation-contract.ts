@@ -28,10 +28,11 @@ export const EvalBenchmarkSchema = z.enum(['bfcl', 'tau2']);
 export type EvalBenchmark = z.infer<typeof EvalBenchmarkSchema>;
 
 /**
- * Every benchmark an Evaluation runs: the official ones on the Python evaluation worker, math and
- * search on the CPU worker (schemas/reasoning-evaluation.ts); their trials share eval_trials.
+ * Every benchmark an Evaluation runs: the official ones on the Python evaluation worker; math and
+ * search (schemas/reasoning-evaluation.ts) and held-out synthetic tasks
+ * (schemas/synthetic-evaluation.ts) on the CPU worker. Their trials share eval_trials.
  */
-export const EvaluationBenchmarkSchema = z.enum(['bfcl', 'tau2', 'math', 'search']);
+export const EvaluationBenchmarkSchema = z.enum(['bfcl', 'tau2', 'math', 'search', 'synthetic']);
 export type EvaluationBenchmark = z.infer<typeof EvaluationBenchmarkSchema>;
 
 /** An endpoint as the worker takes it: no key, only the name of the variable holding it. */

@@ -4,6 +4,7 @@ import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
 import { BenchmarkFileSchema } from './reasoning-evaluation.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
+import { SyntheticBenchmarkSchema } from './synthetic-evaluation.js';
 
 /**
  * An evaluation of one policy on the seed's benchmarks: tau2-bench and BFCL-V4 multi-turn through
@@ -160,6 +161,9 @@ export const EvaluationSpecSchema = z
         math: MathBenchmarkSchema.optional().describe('Math problems (a JSONL each), with the python tool.'),
         search: SearchBenchmarkSchema.optional().describe(
           'Search questions (a JSONL each), with search and python.',
+        ),
+        synthetic: SyntheticBenchmarkSchema.optional().describe(
+          'Held-out synthetic tasks in the mock world, judged by their rubrics.',
         ),
       })
       .strict()

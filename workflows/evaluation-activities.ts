@@ -5,11 +5,13 @@ import {
   EVAL_ERROR_TYPES,
   type EvalActivities,
   type EvalBenchmark,
+  type EvaluationBenchmark,
   type ListTasksResult,
   type TrialInput,
   type TrialSummary,
 } from '../schemas/evaluation-contract.js';
 import type { ReasoningBenchmark, ReasoningTrialInput } from '../schemas/reasoning-evaluation.js';
+import type { SyntheticBenchmark } from '../schemas/synthetic-evaluation.js';
 
 /**
  * The Python evaluation worker's activities on `taskQueue` (schemas/evaluation-contract.ts).
@@ -53,7 +55,12 @@ export function evalActivities(taskQueue: string) {
 }
 
 /** Failure types the CPU worker's benchmark activities throw that a retry cannot fix. */
-const LOCAL_NON_RETRYABLE = [...NON_RETRYABLE_ACTIVITY_ERRORS, 'BenchmarkFileError', 'EvalTrialConflict'];
+const LOCAL_NON_RETRYABLE = [
+  ...NON_RETRYABLE_ACTIVITY_ERRORS,
+  'BenchmarkFileError',
+  'EvalTrialConflict',
+  'EvalJudgeFailed',
+];
 
 /**
  * The math and search benchmarks' activities, on the CPU worker's queue (the workflow's own): a
@@ -69,7 +76,12 @@ function localActivities() {
     ...SHORT_OPTIONS,
     retry: { ...SHORT_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
   });
-  return { runTrial: trial.runReasoningBenchmarkTrial, listTasks: short.listReasoningBenchmarkTasks };
+  return {
+    runTrial: trial.runReasoningBenchmarkTrial,
+    listTasks: short.listReasoningBenchmarkTasks,
+    runSyntheticTrial: trial.runSyntheticBenchmarkTrial,
+    listSyntheticTasks: short.listSyntheticBenchmarkTasks,
+  };
 }
 
 /** A math or search group's settings beyond a trial's: its file and the tools' settings. */
@@ -78,15 +90,29 @@ export type ReasoningGroupSettings = Pick<
   'path' | 'maxTurns' | 'sandbox' | 'search' | 'judge'
 >;
 
+/** The held-out synthetic tasks' settings beyond a trial's (the split and the mock world's roles). */
+export type SyntheticGroupSettings = Pick<
+  SyntheticBenchmark,
+  | 'synthesisRunId'
+  | 'heldOutTasks'
+  | 'seed'
+  | 'maxTurns'
+  | 'toolSimulator'
+  | 'userSimulator'
+  | 'judge'
+  | 'templates'
+>;
+
 /** What a group's listing needs. */
 export interface GroupListing {
-  readonly benchmark: EvalBenchmark | ReasoningBenchmark;
+  readonly benchmark: EvaluationBenchmark;
   readonly group: string;
   readonly taskQueue: string;
   readonly split?: string;
   readonly taskIds?: string[];
   readonly limit?: number;
   readonly reasoning?: ReasoningGroupSettings;
+  readonly synthetic?: SyntheticGroupSettings;
 }
 
 /** A group's tasks: from the Python worker (tau2, BFCL) or from the benchmark file (math, search). */
@@ -95,6 +121,10 @@ export function listGroupTasks(group: GroupListing): Promise<ListTasksResult> {
     ...(group.taskIds === undefined ? {} : { taskIds: group.taskIds }),
     ...(group.limit === undefined ? {} : { limit: group.limit }),
   };
+  if (group.synthetic) {
+    const { synthesisRunId, heldOutTasks, seed } = group.synthetic;
+    return localActivities().listSyntheticTasks({ synthesisRunId, heldOutTasks, seed, ...selection });
+  }
   if (group.reasoning) {
     return localActivities().listTasks({
       benchmark: group.benchmark as ReasoningBenchmark,
@@ -114,10 +144,23 @@ export function listGroupTasks(group: GroupListing): Promise<ListTasksResult> {
 /** One (task, trial) of a group, on the worker that runs its benchmark. */
 export function runGroupTrial(
   group: GroupListing,
-  trial: Omit<TrialInput, 'benchmark'> & { readonly benchmark: EvalBenchmark | ReasoningBenchmark },
+  trial: Omit<TrialInput, 'benchmark'> & { readonly benchmark: EvaluationBenchmark },
 ): Promise<TrialSummary> {
+  const { evaluationId, group: name, taskId, trial: index, trials, policy, sampling } = trial;
+  if (group.synthetic) {
+    const { synthesisRunId: _run, heldOutTasks: _n, seed: _seed, ...roles } = group.synthetic;
+    return localActivities().runSyntheticTrial({
+      evaluationId,
+      group: name,
+      taskId,
+      trial: index,
+      trials,
+      policy,
+      sampling,
+      ...roles,
+    });
+  }
   if (group.reasoning) {
-    const { evaluationId, group: name, taskId, trial: index, trials, policy, sampling } = trial;
     return localActivities().runTrial({
       evaluationId,
       benchmark: trial.benchmark as ReasoningBenchmark,

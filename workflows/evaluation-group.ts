@@ -1,7 +1,12 @@
 import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { EvaluationBenchmark, TrialInput, TrialSummary } from '../schemas/evaluation-contract.js';
 import { mapBounded } from './bounded.js';
-import { listGroupTasks, runGroupTrial, type ReasoningGroupSettings } from './evaluation-activities.js';
+import {
+  listGroupTasks,
+  runGroupTrial,
+  type ReasoningGroupSettings,
+  type SyntheticGroupSettings,
+} from './evaluation-activities.js';
 import {
   groupPauseSignal,
   groupProgressSignal,
@@ -25,6 +30,8 @@ export interface EvaluationGroupInput {
   readonly taskQueue: string;
   /** Math and search: the data set's file and the tools' settings (run on the CPU worker). */
   readonly reasoning?: ReasoningGroupSettings;
+  /** Held-out synthetic tasks: the split and the mock world's roles (run on the CPU worker). */
+  readonly synthetic?: SyntheticGroupSettings;
   /** The run was paused when this child started. */
   readonly paused: boolean;
 }

@@ -103,6 +103,20 @@ export function planGroups(
       });
     }
   }
+  const synthetic = spec.benchmarks.synthetic;
+  if (synthetic) {
+    const { trials, taskIds, limit, ...settings } = synthetic;
+    groups.push({
+      ...common,
+      benchmark: 'synthetic',
+      group: 'held-out',
+      ...(taskIds ? { taskIds } : {}),
+      ...(limit ? { limit } : {}),
+      trials,
+      trial: { policy, sampling: spec.sampling },
+      synthetic: settings,
+    });
+  }
   const reasoning = [
     ['math', spec.benchmarks.math],
     ['search', spec.benchmarks.search],

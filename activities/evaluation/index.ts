@@ -8,17 +8,21 @@ import type { ModelClient } from '../llm/index.js';
 import { DEFAULT_SANDBOX_VENV, locateSandbox, type SandboxInstall } from '../sandbox/install.js';
 import { getPool } from '../store/db.js';
 import { activityHooks } from '../training/index.js';
+import type { SyntheticListInput, SyntheticTrialInput } from '../../schemas/synthetic-evaluation.js';
+import { createEpisodeRunner } from '../world/index.js';
 import { listReasoningBenchmarkTasks, runReasoningBenchmarkTrial } from './reasoning-trial.js';
+import { listSyntheticBenchmarkTasks, runSyntheticBenchmarkTrial } from './synthetic-trial.js';
 
 export { BENCHMARK_FILE_ERROR, readBenchmarkFile } from './benchmark-file.js';
 
-/** The math and search benchmark activities, bound to one database, model client and sandbox. */
+/** The math, search and synthetic benchmark activities, bound to one database, model client and sandbox. */
 export function createEvaluationActivities(
   databaseUrl: string,
   models: ModelClient,
   sandboxVenv: string = DEFAULT_SANDBOX_VENV,
 ) {
   let sandbox: SandboxInstall | undefined;
+  const world = createEpisodeRunner({ databaseUrl, models });
   return {
     /** A math or search group's problem ids, versions and data hash. Not retryable: `BenchmarkFileError`. */
     async listReasoningBenchmarkTasks(input: ReasoningListInput): Promise<ListTasksResult> {
@@ -39,6 +43,23 @@ export function createEvaluationActivities(
         },
         input,
         hooks,
+      );
+    },
+
+    /** The held-out tasks of a synthesis run, split as GrpoTraining splits them. Not retryable: `TrainingPlanError`. */
+    async listSyntheticBenchmarkTasks(input: SyntheticListInput): Promise<ListTasksResult> {
+      return listSyntheticBenchmarkTasks(getPool(databaseUrl), input);
+    },
+
+    /**
+     * One (held-out task, trial) in the mock world, judged by its rubric, exactly once. Not
+     * retryable: `EvalJudgeFailed` (no usable verdict), `EvalTrialConflict`.
+     */
+    async runSyntheticBenchmarkTrial(input: SyntheticTrialInput): Promise<TrialSummary> {
+      return runSyntheticBenchmarkTrial(
+        { pool: getPool(databaseUrl), models, world },
+        input,
+        activityHooks(),
       );
     },
   };

@@ -5,11 +5,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { indexCorpus } from '../../activities/search/index.js';
 import { getPool } from '../../activities/store/db.js';
+import { splitHeldOut } from '../../activities/training/sampling.js';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import type { EvaluationSummary } from '../../workflows/evaluation.js';
 import { runCli } from '../../testkit/cli.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { startEvalWorker, type EvalWorkerProcess } from '../../testkit/eval-worker.js';
+import { fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
 import {
   startModelServer,
   type ModelServer,
@@ -32,11 +34,13 @@ const PROGRAMS: Record<string, { right: string; wrong: string }> = {
   'remainder when 2^10': { right: 'print(2 ** 10 % 7)', wrong: 'print(2 ** 10 % 5)' },
 };
 
+const SYNTHESIS_RUN = 'eval-synthetic-fixture';
 const text = (content: unknown) => (typeof content === 'string' ? content : '');
 
 function policy(request: ScriptedRequest): Reply {
   const { messages, seed = 0 } = request.body;
   const question = text(messages.find((m) => m.role === 'user')?.content);
+  if (question.startsWith('Please sort out record')) return 'All sorted.'; // a synthetic task
   const last = messages[messages.length - 1]!;
   const person = /was (Marie Curie|Ada Lovelace) born/.exec(question)?.[1];
   if (last.role === 'tool') {
@@ -65,7 +69,8 @@ describe('math and search benchmarks in an Evaluation run', () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-eval-reasoning-'));
     db = await createTestDatabase();
     await indexCorpus(getPool(db.url), 'sample-corpus', path.join(REPO_ROOT, 'examples/search/corpus.jsonl'));
-    models = await startModelServer({ script: [{ role: 'policy', reply: policy }] });
+    await insertFixtureTasks(db.url, { synthesisRunId: SYNTHESIS_RUN, count: 5 });
+    models = await startModelServer({ script: [{ role: 'policy', reply: policy }, ...grpoFixtureScript] });
     tw = await startTestWorker(inject('temporalAddress'), db.url);
     evalWorker = await startEvalWorker({
       TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -178,5 +183,52 @@ describe('math and search benchmarks in an Evaluation run', () => {
     );
     expect(failure).toMatch(/2 bad line\(s\): line 2: answer: .*; line 3: not JSON/);
     expect(models.requestCount('policy')).toBe(before);
+  });
+
+  it('plays the held-out synthetic tasks GrpoTraining holds out, judged by their rubrics', async () => {
+    const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
+    const id = `${runId}-synthetic`;
+    const summary: EvaluationSummary = await tw.client.workflow.execute('Evaluation', {
+      args: [
+        {
+          kind: 'Evaluation',
+          policy: { endpoint: { baseUrl: models.url, model: 'scripted-policy' } },
+          benchmarks: {
+            synthetic: {
+              synthesisRunId: SYNTHESIS_RUN,
+              heldOutTasks: 2,
+              seed: 3,
+              trials: 2,
+              maxTurns: 2,
+              toolSimulator: role,
+              userSimulator: role,
+              judge: role,
+            },
+          },
+          evalTaskQueue: evalQueue,
+          bootstrapSamples: 200,
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId: id,
+    });
+    // The same tasks a GrpoTraining run with seed 3 and heldOutTasks 2 evaluates on.
+    const kept = Array.from({ length: 5 }, (_, i) => fixtureTaskId(SYNTHESIS_RUN, i));
+    const heldOut = splitHeldOut(kept, 2, 3).heldOut;
+    const trials = await query<{ task_id: string; reward: number; judged: number }>(
+      db.url,
+      `SELECT t.task_id, t.reward, j.reward AS judged
+         FROM eval_trials t JOIN judgements j ON j.episode_id = $1 || '/synthetic/held-out/' || t.task_id || '/t' || t.trial
+        WHERE t.evaluation_id = $1 ORDER BY t.task_id, t.trial`,
+      [id],
+    );
+    expect(new Set(trials.map((t) => t.task_id))).toEqual(new Set(heldOut));
+    expect(trials).toHaveLength(4);
+    for (const t of trials) expect(t.reward).toBe(t.judged); // the rubric judge's R(tau), as stored
+    const group = summary.metrics.groups.find((g) => g.benchmark === 'synthetic')!;
+    const mean = trials.reduce((sum, t) => sum + t.reward, 0) / trials.length;
+    expect(group).toMatchObject({ group: 'held-out', tasks: 2, trials: 4, k: 2 });
+    expect(group.avgAtK).toBeCloseTo(mean, 10);
+    await recordHistory(`${id}/synthetic/held-out`, 'evaluation-group-synthetic');
   });
 });
