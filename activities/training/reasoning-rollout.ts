@@ -20,15 +20,13 @@ import { callSearchTool, SEARCH_TOOL } from '../search/index.js';
 import { solveMessages } from '../synthesis/reasoning.js';
 import { TaskNotFoundError, TaskNotReadyError, type EpisodeHooks } from '../world/index.js';
 import { checkpointEpisode, openEpisode, type EpisodeState } from '../world/episode-store.js';
-import { boundedTurn } from '../world/episode-runner.js';
-import type { EpisodeProgress } from '../world/episode-summary.js';
+import { boundedTurn, progressOf } from '../world/episode-runner.js';
 import { callSettings } from '../world/model-roles.js';
 import { tooManyCallsObservation } from '../world/observations.js';
 import { agentForTurn, isCutTurn, responseTokensAfter } from '../world/response-length.js';
 import { offPolicyTurn } from '../world/served-version.js';
 import { assistantEntry, toolCallsOf, type AgentToolCall } from '../world/transcript.js';
-import { trainingEpisodeId } from './episode-ids.js';
-import { POLICY_ROLE, type RolloutInput } from './rollout.js';
+import { rolloutEpisode, type RolloutInput } from './rollout.js';
 
 /** A kept reasoning problem as a rollout needs it. */
 export interface ReasoningProblem {
@@ -102,24 +100,8 @@ export async function runReasoningRollout(
   input: ReasoningRolloutInput,
   hooks: EpisodeHooks = {},
 ): Promise<ReasoningRolloutResult> {
-  const purpose = input.purpose ?? 'rollout';
   const problem = await loadKeptProblem(deps.pool, input.taskId);
-  const episode = EpisodeInputSchema.parse({
-    episodeId: trainingEpisodeId(input.runId, input.iteration, input.taskId, input.sampleIndex, purpose),
-    taskId: input.taskId,
-    purpose,
-    sampleIndex: input.sampleIndex,
-    policyVersion: String(input.policyVersion),
-    runId: input.runId,
-    agentRoleName: POLICY_ROLE,
-    agent: { endpoint: input.policy.endpoint, sampling: input.policy.sampling },
-    toolSimulator: input.toolSimulator,
-    userSimulator: input.userSimulator,
-    maxTurns: input.maxTurns,
-    maxResponseTokens: input.maxResponseTokens,
-    templates: input.templates,
-    world: input.world,
-  });
+  const episode = EpisodeInputSchema.parse(rolloutEpisode(input));
   const state = await playReasoningEpisode(deps, problem, episode, input.reasoning, hooks);
   const reward = await scoreReasoningEpisode(deps, problem, state, input.runId, input.judge, hooks.signal);
   return {
@@ -257,15 +239,4 @@ function finalResponse(state: EpisodeState): string {
   const last = [...state.messages].reverse().find((message) => message.role === 'assistant');
   const content = last?.content;
   return typeof content === 'string' ? content : '';
-}
-
-function progressOf(state: EpisodeState): EpisodeProgress {
-  return {
-    episodeId: state.episodeId,
-    turns: state.turns,
-    toolCalls: state.toolCalls,
-    userQuestions: state.userQuestions,
-    toolErrors: state.toolErrors,
-    endReason: state.endReason,
-  };
 }

@@ -1,3 +1,4 @@
+import type { EpisodeInputData } from '../../schemas/episode-input.js';
 import type { GrpoSpec } from '../../schemas/grpo-spec.js';
 import type { EpisodeHooks, EpisodeRunner, EpisodeSummary } from '../world/index.js';
 import { trainingEpisodeId, type TrainingPurpose } from './episode-ids.js';
@@ -43,25 +44,27 @@ export async function runRollout(
   input: RolloutInput,
   hooks: EpisodeHooks = {},
 ): Promise<RolloutSummary> {
-  const purpose = input.purpose ?? 'rollout';
-  const summary = await world.runEpisode(
-    {
-      episodeId: trainingEpisodeId(input.runId, input.iteration, input.taskId, input.sampleIndex, purpose),
-      taskId: input.taskId,
-      purpose,
-      sampleIndex: input.sampleIndex,
-      policyVersion: String(input.policyVersion),
-      runId: input.runId,
-      agentRoleName: POLICY_ROLE,
-      agent: { endpoint: input.policy.endpoint, sampling: input.policy.sampling },
-      toolSimulator: input.toolSimulator,
-      userSimulator: input.userSimulator,
-      maxTurns: input.maxTurns,
-      maxResponseTokens: input.maxResponseTokens,
-      templates: input.templates,
-      world: input.world,
-    },
-    hooks,
-  );
+  const summary = await world.runEpisode(rolloutEpisode(input), hooks);
   return { ...summary, taskId: input.taskId };
+}
+
+/** The episode of a rollout (or held-out evaluation): the policy's, under its deterministic id. */
+export function rolloutEpisode(input: RolloutInput): EpisodeInputData {
+  const purpose = input.purpose ?? 'rollout';
+  return {
+    episodeId: trainingEpisodeId(input.runId, input.iteration, input.taskId, input.sampleIndex, purpose),
+    taskId: input.taskId,
+    purpose,
+    sampleIndex: input.sampleIndex,
+    policyVersion: String(input.policyVersion),
+    runId: input.runId,
+    agentRoleName: POLICY_ROLE,
+    agent: { endpoint: input.policy.endpoint, sampling: input.policy.sampling },
+    toolSimulator: input.toolSimulator,
+    userSimulator: input.userSimulator,
+    maxTurns: input.maxTurns,
+    maxResponseTokens: input.maxResponseTokens,
+    templates: input.templates,
+    world: input.world,
+  };
 }

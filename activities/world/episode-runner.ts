@@ -296,7 +296,8 @@ async function answerCalls(
   return { toolMessages, toolCalls, userQuestions, toolErrors, userStopped, rejected };
 }
 
-function progressOf(state: EpisodeState): EpisodeProgress {
+/** An episode's counters as its summary and heartbeats report them. */
+export function progressOf(state: EpisodeState): EpisodeProgress {
   return {
     episodeId: state.episodeId,
     turns: state.turns,

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
-import { serveMetrics, timeRequests } from '../http/request-metrics.js';
+import { authorizationCheck, HttpError, readBody, sendJson } from '../http/json-http.js';
+import { listenMeasured } from '../http/request-metrics.js';
 
 /**
  * Temporal's remote codec protocol over HTTP, for the Temporal UI ("Remote Codec Endpoint") and
@@ -96,19 +96,12 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     sendJson(res, 200, { payloads: result.map(toJson) });
   }
 
-  timeRequests(server, 'codec', codecRoute);
-  const closeMetrics = await serveMetrics(options.metricsAddress);
-  const serving = await listen(server, options.port, options.host ?? '127.0.0.1').catch(async (error) => {
-    await closeMetrics();
-    throw error;
-  });
-  return {
-    ...serving,
-    async close() {
-      await serving.close();
-      await closeMetrics();
-    },
-  };
+  return listenMeasured(
+    server,
+    { service: 'codec', routeOf: codecRoute, metricsAddress: options.metricsAddress },
+    options.port,
+    options.host ?? '127.0.0.1',
+  );
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

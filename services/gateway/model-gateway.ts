@@ -4,8 +4,8 @@ import { GATEWAY_COMPLETE_PATH, type GatewayError } from '../../activities/llm/g
 import { createCallCompleter } from '../../activities/llm/model-client.js';
 import type { ModelCall } from '../../activities/llm/types.js';
 import { GatewayRequestSchema, type GatewayRequest } from '../../schemas/gateway-request.js';
-import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
-import { serveMetrics, timeRequests } from '../http/request-metrics.js';
+import { authorizationCheck, HttpError, readBody, sendJson } from '../http/json-http.js';
+import { listenMeasured } from '../http/request-metrics.js';
 
 /**
  * The model gateway: one long-lived process that sends the CPU workers' model calls upstream and
@@ -116,23 +116,16 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   // Model calls may take minutes (retries, long generations): no server-side request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
-  timeRequests(server, 'gateway', (method, route) =>
+  const routeOf = (method: string, route: string) =>
     (method === 'GET' && route === '/health') || (method === 'POST' && route === GATEWAY_COMPLETE_PATH)
       ? route
-      : 'other',
+      : 'other';
+  const listening = await listenMeasured(
+    server,
+    { service: 'gateway', routeOf, metricsAddress: options.metricsAddress },
+    options.port,
+    options.host ?? '127.0.0.1',
   );
-  const closeMetrics = await serveMetrics(options.metricsAddress);
-  const serving = await listen(server, options.port, options.host ?? '127.0.0.1').catch(async (error) => {
-    await closeMetrics();
-    throw error;
-  });
-  const listening = {
-    ...serving,
-    close: async () => {
-      await serving.close();
-      await closeMetrics();
-    },
-  };
   return {
     url: listening.url,
     inFlight: () => inFlight,

@@ -4,6 +4,7 @@
  */
 import type http from 'node:http';
 import { requestOutcome, serviceRequestSeconds } from '../../activities/telemetry/metrics.js';
+import { listen } from './json-http.js';
 import { startMetricsServer } from './metrics-server.js';
 
 /**
@@ -37,4 +38,29 @@ export async function serveMetrics(address: string | undefined): Promise<() => P
       server.close(() => resolve());
       server.closeAllConnections();
     });
+}
+
+/**
+ * Times `server`'s requests as `service` (routes by `routeOf`), serves the process's series at
+ * `metricsAddress` when one is set, and listens on `host:port`; its `close` stops both.
+ */
+export async function listenMeasured(
+  server: http.Server,
+  measure: { service: string; routeOf: (method: string, path: string) => string; metricsAddress?: string },
+  port: number,
+  host: string,
+): Promise<{ url: string; port: number; close(): Promise<void> }> {
+  timeRequests(server, measure.service, measure.routeOf);
+  const closeMetrics = await serveMetrics(measure.metricsAddress);
+  const serving = await listen(server, port, host).catch(async (error: unknown) => {
+    await closeMetrics();
+    throw error;
+  });
+  return {
+    ...serving,
+    async close() {
+      await serving.close();
+      await closeMetrics();
+    },
+  };
 }

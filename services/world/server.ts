@@ -12,8 +12,8 @@ import {
   ToolCallRequestSchema,
   type WorldServiceConfig,
 } from '../../schemas/world-service.js';
-import { authorizationCheck, HttpError, listen, readBody, sendJson } from '../http/json-http.js';
-import { serveMetrics, timeRequests } from '../http/request-metrics.js';
+import { authorizationCheck, HttpError, readBody, sendJson } from '../http/json-http.js';
+import { listenMeasured } from '../http/request-metrics.js';
 import {
   askUser,
   callTool,
@@ -131,19 +131,12 @@ export async function startWorldServer(options: WorldServerOptions): Promise<Wor
       },
     );
   });
-  timeRequests(server, 'world', routeLabel);
-  const closeMetrics = await serveMetrics(options.metricsAddress);
-  const serving = await listen(server, options.port, host).catch(async (error) => {
-    await closeMetrics();
-    throw error;
-  });
-  return {
-    ...serving,
-    async close() {
-      await serving.close();
-      await closeMetrics();
-    },
-  };
+  return listenMeasured(
+    server,
+    { service: 'world', routeOf: routeLabel, metricsAddress: options.metricsAddress },
+    options.port,
+    host,
+  );
 }
 
 /** A request's route for the metrics: the path's shape, without session ids or tool names. */
