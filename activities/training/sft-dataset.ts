@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { SftBatchRecordSchema } from '../../schemas/trainer-batch-record.js';
-import { TRAINER_BATCHES_TABLE } from '../../schemas/trainer-step.js';
 import { keptTasks } from '../export/kept-tasks.js';
 import { sftRecords } from '../export/layouts.js';
 import { TrainingPlanError } from './errors.js';
@@ -104,7 +103,7 @@ export async function buildSftDataset(pool: pg.Pool, input: BuildSftDatasetInput
     for (let from = 0; from < order.length; from += ROWS_PER_INSERT) {
       const rows = order.slice(from, from + ROWS_PER_INSERT);
       await pool.query(
-        `INSERT INTO ${TRAINER_BATCHES_TABLE} (run_id, step, episode_id, payload)
+        `INSERT INTO trainer_batches (run_id, step, episode_id, payload)
          SELECT $1, t.step, t.episode_id, t.payload
            FROM unnest($2::int[], $3::text[], $4::jsonb[]) AS t(step, episode_id, payload)
          ON CONFLICT (run_id, step, episode_id) DO NOTHING`,
