@@ -88,20 +88,13 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
       };
     }
     case 'GrpoTraining':
-      return { ...spec, templates: templates(spec.templates) };
-    case 'Evaluation': {
-      const files = <T extends { datasets: Array<{ path: string }> }>(b: T | undefined): T | undefined =>
-        b && { ...b, datasets: b.datasets.map((d) => ({ ...d, path: path.resolve(baseDir, d.path) })) };
-      const { math, search } = spec.benchmarks;
       return {
         ...spec,
-        benchmarks: {
-          ...spec.benchmarks,
-          ...(math ? { math: files(math) } : {}),
-          ...(search ? { search: files(search) } : {}),
-        },
+        templates: templates(spec.templates),
+        ...(spec.benchmarks ? { benchmarks: benchmarkFiles(spec.benchmarks, baseDir) } : {}),
       };
-    }
+    case 'Evaluation':
+      return { ...spec, benchmarks: benchmarkFiles(spec.benchmarks, baseDir) };
     case 'Smoke':
     case 'JudgeAudit':
     case 'SftTraining':
@@ -111,4 +104,21 @@ function resolveSpecPaths(spec: AnySpec, baseDir: string): AnySpec {
       throw new Error(`no path rules for spec kind ${(unknown as AnySpec).kind}`);
     }
   }
+}
+
+/** The math and search benchmarks' data sets (an Evaluation's, or a GrpoTraining's benchmarks) made absolute. */
+function benchmarkFiles<B extends { math?: Datasets; search?: Datasets }>(benchmarks: B, baseDir: string): B {
+  const files = <T extends Datasets>(b: T): T => ({
+    ...b,
+    datasets: b.datasets.map((d) => ({ ...d, path: path.resolve(baseDir, d.path) })),
+  });
+  return {
+    ...benchmarks,
+    ...(benchmarks.math ? { math: files(benchmarks.math) } : {}),
+    ...(benchmarks.search ? { search: files(benchmarks.search) } : {}),
+  };
+}
+
+interface Datasets {
+  readonly datasets: ReadonlyArray<{ readonly name: string; readonly path: string }>;
 }

@@ -8,7 +8,7 @@ import { EvaluationSpecSchema } from './evaluation-spec.js';
  * child Evaluation would refuse the training run refuses when it starts.
  */
 const evaluation = EvaluationSpecSchema.shape;
-const { tau2, bfcl } = evaluation.benchmarks.shape;
+const { tau2, bfcl, math, search, synthetic } = evaluation.benchmarks.shape;
 // The checkpoint policy's `server` (the second policy form of an Evaluation spec).
 const CheckpointServerSchema = evaluation.policy.options[1].shape.checkpoint.shape.server;
 
@@ -26,6 +26,9 @@ export const TrainingBenchmarksSchema = z
     sampling: evaluation.sampling,
     tau2,
     bfcl,
+    math,
+    search,
+    synthetic,
     concurrency: evaluation.concurrency,
     evalTaskQueue: evaluation.evalTaskQueue,
     compareWith: evaluation.compareWith,
@@ -33,8 +36,11 @@ export const TrainingBenchmarksSchema = z
     confidence: evaluation.confidence,
   })
   .strict()
-  .refine((b) => b.tau2 !== undefined || b.bfcl !== undefined, {
-    message: 'name at least one benchmark (tau2 or bfcl)',
-  });
+  .refine(
+    (b) => [b.tau2, b.bfcl, b.math, b.search, b.synthetic].some((benchmark) => benchmark !== undefined),
+    {
+      message: 'name at least one benchmark (tau2, bfcl, math, search or synthetic)',
+    },
+  );
 
 export type TrainingBenchmarks = z.infer<typeof TrainingBenchmarksSchema>;

@@ -1,5 +1,5 @@
 import { executeChild, isCancellation, ParentClosePolicy } from '@temporalio/workflow';
-import type { EvaluationMetrics } from '../schemas/evaluation-contract.js';
+import type { EvaluationBenchmark, EvaluationMetrics } from '../schemas/evaluation-contract.js';
 import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
 import type { TrainingBenchmarks } from '../schemas/training-benchmarks.js';
 import { listGroupTasks } from './evaluation-activities.js';
@@ -35,13 +35,19 @@ export function benchmarkEvaluationSpec(
   runId: string,
   step: number,
 ): EvaluationSpec {
-  const { every: _every, server, tau2, bfcl, compareWith, ...rest } = benchmarks;
+  const { every: _every, server, tau2, bfcl, math, search, synthetic, compareWith, ...rest } = benchmarks;
   return {
     kind: 'Evaluation',
     ...rest,
     name: `${rest.name} step-${step}`.slice(0, 80),
     policy: { checkpoint: { runId, step, server } },
-    benchmarks: { ...(tau2 ? { tau2 } : {}), ...(bfcl ? { bfcl } : {}) },
+    benchmarks: {
+      ...(tau2 ? { tau2 } : {}),
+      ...(bfcl ? { bfcl } : {}),
+      ...(math ? { math } : {}),
+      ...(search ? { search } : {}),
+      ...(synthetic ? { synthetic } : {}),
+    },
     ...(compareWith ? { compareWith } : {}),
   };
 }
@@ -72,7 +78,7 @@ export type BenchmarkScores = {
   readonly evaluationId: string;
   /** Set when the child Evaluation failed: the run trains on, this step has no scores. */
   readonly failure?: string;
-} & { readonly [benchmark in 'bfcl' | 'tau2']?: Record<string, BenchmarkGroupScores | number> };
+} & { readonly [benchmark in EvaluationBenchmark]?: Record<string, BenchmarkGroupScores | number> };
 
 /** The child's metrics, per benchmark and group; BFCL's unweighted mean of its categories as `overall`. */
 export function benchmarkScores(evaluationId: string, metrics: EvaluationMetrics): BenchmarkScores {

@@ -137,6 +137,19 @@ describe("a spec file's data paths as `mockworld start` resolves them", () => {
       expect(synthesis.kind === 'Synthesis' && synthesis.personas.path).toBe(
         path.join(SHIPPED_EXAMPLES_DIR, 'personas.jsonl'),
       );
+      // The math and search benchmarks' files, in an Evaluation and in a training run's benchmarks.
+      const evaluation = await readSpecFile(path.join(SHIPPED_EXAMPLES_DIR, 'evaluation', 'reasoning.yaml'));
+      expect(evaluation.kind === 'Evaluation' && evaluation.benchmarks.math?.datasets[0]!.path).toBe(
+        path.join(SHIPPED_EXAMPLES_DIR, 'evaluation', 'math-sample.jsonl'),
+      );
+      await writeFile(
+        file,
+        `${tiny}\nbenchmarks: { every: 1, server: { baseUrl: 'http://127.0.0.1:8001/v1' }, math: { datasets: [{ name: aime, path: sets/aime.jsonl }] } }\n`,
+      );
+      const withBenchmarks = await readSpecFile(file);
+      expect(
+        withBenchmarks.kind === 'GrpoTraining' && withBenchmarks.benchmarks?.math?.datasets[0]!.path,
+      ).toBe(path.join(dir, 'sets', 'aime.jsonl'));
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -50,7 +50,7 @@ describe('benchmarks in a GrpoTraining spec', () => {
     );
     expect(found.find((f) => f.startsWith('benchmarks:'))).toMatch(/policy/); // unrecognized key
     expect(issues(spec({ every: 1, server }))).toEqual([
-      'benchmarks: name at least one benchmark (tau2 or bfcl)',
+      'benchmarks: name at least one benchmark (tau2, bfcl, math, search or synthetic)',
     ]);
   });
 
