@@ -27,6 +27,7 @@ import { BENCHMARK_FILE_ERROR, readBenchmarkFile, type BenchmarkFile } from './b
 import {
   configHash,
   packageVersions,
+  selectTasks,
   storedTrial,
   storeTrial,
   type TrialKey,
@@ -39,22 +40,15 @@ const dataVersion = (file: BenchmarkFile) => ({ [path.basename(file.path)]: file
 export async function listReasoningBenchmarkTasks(data: ReasoningListInput): Promise<ListTasksResult> {
   const input = ReasoningListInputSchema.parse(data);
   const file = await readBenchmarkFile(input.path);
-  let ids = file.problems.map((problem) => problem.id);
-  if (input.taskIds) {
-    const missing = input.taskIds.filter((id) => !ids.includes(id));
-    if (missing.length > 0) {
-      throw ApplicationFailure.create({
-        type: BENCHMARK_FILE_ERROR,
-        nonRetryable: true,
-        message: `${input.benchmark} ${input.group} has no problem ${missing
-          .slice(0, 10)
-          .map((id) => JSON.stringify(id))
-          .join(', ')}`,
-      });
-    }
-    ids = ids.filter((id) => input.taskIds!.includes(id));
-  }
-  if (input.limit !== undefined) ids = ids.slice(0, input.limit);
+  const ids = selectTasks(
+    file.problems.map((problem) => problem.id),
+    input,
+    (absent) =>
+      `${input.benchmark} ${input.group} has no problem ${absent
+        .slice(0, 10)
+        .map((id) => JSON.stringify(id))
+        .join(', ')}`,
+  );
   return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
 }
 

@@ -21,11 +21,11 @@ import { TrainingPlanError } from '../training/errors.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import { splitHeldOut } from '../training/sampling.js';
 import type { EpisodeHooks, EpisodeRunner } from '../world/index.js';
-import { BENCHMARK_FILE_ERROR } from './benchmark-file.js';
 import { modelRefused, policyRole } from './reasoning-trial.js';
 import {
   configHash,
   packageVersions,
+  selectTasks,
   storedTrial,
   storeTrial,
   type TrialKey,
@@ -52,19 +52,12 @@ export async function listSyntheticBenchmarkTasks(
       `benchmarks.synthetic.heldOutTasks (${input.heldOutTasks}) exceeds its ${kept.length} kept tasks`,
     );
   }
-  let ids = splitHeldOut(kept, input.heldOutTasks, input.seed).heldOut;
-  if (input.taskIds) {
-    const missing = input.taskIds.filter((id) => !ids.includes(id));
-    if (missing.length > 0) {
-      throw ApplicationFailure.create({
-        type: BENCHMARK_FILE_ERROR,
-        nonRetryable: true,
-        message: `benchmarks.synthetic.taskIds: ${missing.slice(0, 10).join(', ')} not among the held-out tasks`,
-      });
-    }
-    ids = ids.filter((id) => input.taskIds!.includes(id));
-  }
-  if (input.limit !== undefined) ids = ids.slice(0, input.limit);
+  const ids = selectTasks(
+    splitHeldOut(kept, input.heldOutTasks, input.seed).heldOut,
+    input,
+    (absent) =>
+      `benchmarks.synthetic.taskIds: ${absent.slice(0, 10).join(', ')} not among the held-out tasks`,
+  );
   return { taskIds: ids, packages: packageVersions(), data: await taskVersions(pool, ids) };
 }
 

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import type { EvaluationBenchmark, TrialSummary } from '../../schemas/evaluation-contract.js';
 import { canonicalJson } from '../llm/index.js';
+import { BENCHMARK_FILE_ERROR } from './benchmark-file.js';
 
 /** Failure type of a trial stored with other settings (the Python worker's, for the same case). */
 const TRIAL_CONFLICT = 'EvalTrialConflict';
@@ -144,4 +145,28 @@ export async function storeTrial(
     ],
   );
   return summary((await findTrial(pool, key))!, false);
+}
+
+/**
+ * A group's task ids as a spec picks them: `taskIds` (each must be among `ids`, else a
+ * non-retryable failure whose message `missing` writes), then the first `limit`.
+ */
+export function selectTasks(
+  ids: readonly string[],
+  pick: { readonly taskIds?: readonly string[]; readonly limit?: number },
+  missing: (ids: readonly string[]) => string,
+): string[] {
+  let chosen = [...ids];
+  if (pick.taskIds) {
+    const absent = pick.taskIds.filter((id) => !ids.includes(id));
+    if (absent.length > 0) {
+      throw ApplicationFailure.create({
+        type: BENCHMARK_FILE_ERROR,
+        nonRetryable: true,
+        message: missing(absent),
+      });
+    }
+    chosen = chosen.filter((id) => pick.taskIds!.includes(id));
+  }
+  return pick.limit === undefined ? chosen : chosen.slice(0, pick.limit);
 }
