@@ -27,5 +27,8 @@ export const FunctionToolSchema = z
 /** A validated function-calling tool. */
 export type FunctionTool = z.infer<typeof FunctionToolSchema>;
 
+/** A list of function-calling tools, possibly empty (e.g. a task's tools as read back for a trainer batch). */
+export const FunctionToolsSchema = z.array(FunctionToolSchema);
+
 /** A task's own tool suite as stored in `tasks.tools`: at least one tool (the mock world adds `ask_user`). */
-export const TaskToolsSchema = z.array(FunctionToolSchema).min(1);
+export const TaskToolsSchema = FunctionToolsSchema.min(1);

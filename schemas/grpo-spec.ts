@@ -13,6 +13,7 @@ import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js
 import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
 import { TrainingBenchmarksSchema } from './training-benchmarks.js';
+import { runNameField } from './run-name.js';
 
 /**
  * The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model.
@@ -81,12 +82,7 @@ export const GrpoSpecSchema = z
     kind: z.literal('GrpoTraining'),
     preset: PresetSchema,
     budgetUsd: RunBudgetSchema.optional(),
-    name: z
-      .string()
-      .min(1)
-      .max(80)
-      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
-      .default('grpo'),
+    name: runNameField('grpo'),
     dataset: z
       .object({
         synthesisRunId: z

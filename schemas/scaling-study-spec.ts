@@ -8,6 +8,7 @@ import {
 } from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
 import { TrainerStepFields } from './trainer-step.js';
+import { runNameField } from './run-name.js';
 
 /**
  * The SFT of a student: epochs, a cosine learning-rate schedule with linear warm-up
@@ -82,12 +83,7 @@ export const ScalingStudySpecSchema = z
     kind: z.literal('ScalingStudy'),
     preset: PresetSchema,
     budgetUsd: RunBudgetSchema.optional(),
-    name: z
-      .string()
-      .min(1)
-      .max(60)
-      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
-      .default('study'),
+    name: runNameField('study', 60),
     questions: z
       .object({
         seedPool: z

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PolicyBaseSchema } from './grpo-spec.js';
 import { SftSettingsSchema } from './scaling-study-spec.js';
+import { runNameField } from './run-name.js';
 
 /**
  * Supervised fine-tuning on the teacher's kept demonstrations of a Synthesis run (seed 000 App. B:
@@ -12,12 +13,7 @@ import { SftSettingsSchema } from './scaling-study-spec.js';
 export const SftSpecSchema = z
   .object({
     kind: z.literal('SftTraining'),
-    name: z
-      .string()
-      .min(1)
-      .max(80)
-      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
-      .default('sft'),
+    name: runNameField('sft'),
     dataset: z
       .object({
         synthesisRunId: z

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
 import { ReasoningSourceSchema } from './reasoning-synthesis.js';
+import { runNameField } from './run-name.js';
 
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
@@ -135,12 +136,7 @@ export const SynthesisSpecSchema = z
     kind: z.literal('Synthesis'),
     preset: PresetSchema,
     budgetUsd: RunBudgetSchema.optional(),
-    name: z
-      .string()
-      .min(1)
-      .max(80)
-      .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
-      .default('synthesis'),
+    name: runNameField('synthesis'),
     personas: z
       .object({
         path: z

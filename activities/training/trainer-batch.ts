@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { FunctionToolSchema } from '../../schemas/function-tool.js';
+import { FunctionToolsSchema } from '../../schemas/function-tool.js';
 import { GrpoBatchRecordSchema } from '../../schemas/trainer-batch-record.js';
 import { PostgresBatchRefSchema, TRAINER_BATCHES_TABLE } from '../../schemas/trainer-step.js';
 import { groupAdvantages } from '../reward/index.js';
@@ -50,8 +50,6 @@ export interface TrainerBatchSummary {
   /** Pass as `batch_ref` to `trainer.grpoStep`. */
   readonly batchRef: PostgresBatchRef;
 }
-
-const ToolsSchema = z.array(FunctionToolSchema);
 
 interface EpisodeRow {
   episode_id: string;
@@ -109,7 +107,7 @@ export async function buildTrainerBatch(
     // A reasoning problem's rollout was offered the tools of its kind; a task's, its own and ask_user.
     const tools = row.problem_kind
       ? { success: true as const, data: reasoningTools(row.problem_kind) }
-      : ToolsSchema.safeParse(row.tools);
+      : FunctionToolsSchema.safeParse(row.tools);
     if (!tools.success) {
       problems.push(`${item.episodeId}: task ${row.task_id} has no valid tools`);
       continue;

@@ -29,14 +29,6 @@ function tsFiles(dir: string): string[] {
 
 const rel = (file: string) => path.relative(REPO_ROOT, file).split(path.sep).join('/');
 
-/**
- * Files whose schemas are being moved into schemas/ by a change of their own, and where to. Remove
- * an entry with its move: the test fails while a listed file no longer declares a schema.
- */
-const MOVING: Record<string, string> = {
-  'activities/training/trainer-batch.ts': 'the trainer contract, to schemas/trainer-*.ts',
-};
-
 /** A zod constructor call: what declaring a schema takes (using one, `z.infer`, `z.ZodError`, does not). */
 const SCHEMA_CALL =
   /\bz\s*\.\s*(?:object|strictObject|looseObject|enum|union|discriminatedUnion|array|tuple|record|partialRecord|literal|string|number|int|boolean|null|unknown)\s*\(/;
@@ -71,9 +63,7 @@ describe('schemas/ layer', () => {
     const declaring = PRODUCT.flatMap((dir) => tsFiles(path.join(REPO_ROOT, dir)))
       .filter((file) => SCHEMA_CALL.test(codeOf(file)))
       .map(rel);
-    expect(declaring.filter((file) => !Object.hasOwn(MOVING, file))).toEqual([]);
-    // A move that has landed takes its file off the list, so the list cannot outlive the move.
-    expect(Object.keys(MOVING).filter((file) => !declaring.includes(file))).toEqual([]);
+    expect(declaring).toEqual([]);
   });
 
   it('schemas/ imports only zod and its own files (Node built-ins where it runs in a process)', () => {
