@@ -2,6 +2,8 @@
 
     python3 bench/capacity.py            # the README's table (Qwen3-8B/14B on 8 x 96 GB and 8 x 141 GB)
     python3 bench/capacity.py --json     # the same rows as JSON
+    python3 bench/capacity.py --arch qwen3-0.6b --tokens 13050 --mode single-bf16 --gpus 1
+                                         # the predicted peak of one micro-batch (bench/gpu-check.sh)
 
 No GPU needed: parameter counts come from the models' configurations (Qwen3-8B and Qwen3-14B as
 published), memory from bytes per parameter for each way of training, activations from the shapes
@@ -12,6 +14,7 @@ measured figure (bench/trainer-step.py on a GPU) can be put next to it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -54,6 +57,13 @@ MODELS = [
     Arch("Qwen3-8B", 4096, 36, 32, 8, 128, 12288, 151936, False),
     Arch("Qwen3-14B", 5120, 40, 40, 8, 128, 17408, 151936, False),
 ]
+# Shapes by name, for --arch here and `--model shape:NAME` of bench/trainer-step.py (a random model of
+# that shape, built offline). Qwen3-0.6B as published: head_dim 128 (not hidden / heads), tied embeddings.
+ARCHS = {
+    "qwen3-0.6b": Arch("Qwen3-0.6B", 1024, 28, 16, 8, 128, 3072, 151936, True),
+    **{m.name.lower(): m for m in MODELS},
+}
+MODES = ("single-bf16", "fsdp-full", "fsdp-lora")
 NODES = [("8 x 96 GB", 8, 96), ("8 x 141 GB", 8, 141)]
 SEQ = 16384  # one transcript: up to 13,000 response tokens (seed App. A) + prompt and tool turns (the trainer's max_seq_len)
 RESERVED_GB = 6.0  # CUDA context, NCCL buffers, allocator fragmentation, per GPU
@@ -80,18 +90,62 @@ def activation_bytes_per_token(m: Arch) -> float:
     return checkpoints + one_layer + logits
 
 
+def arch(name: str, overrides: list[str] | None = None) -> Arch:
+    """The shape ``name`` (a key of ARCHS), with ``field=int`` overrides (e.g. ``layers=2``, ``vocab=4096``)."""
+    if name.lower() not in ARCHS:
+        raise SystemExit(f"unknown arch {name!r}; known: {', '.join(ARCHS)}")
+    m = ARCHS[name.lower()]
+    fields = {f.name for f in dataclasses.fields(Arch)} - {"name", "tied"}
+    changes: dict[str, int] = {}
+    for item in overrides or []:
+        key, _, value = item.partition("=")
+        if key not in fields or not value.isdigit():
+            raise SystemExit(f"bad override {item!r}: expected FIELD=INT with FIELD one of {', '.join(sorted(fields))}")
+        changes[key] = int(value)
+    if changes:
+        m = dataclasses.replace(m, name=m.name + "".join(f" {k}={v}" for k, v in sorted(changes.items())), **changes)
+    return m
+
+
+def state_bytes(m: Arch, mode: str, gpus: int) -> tuple[float, float]:
+    """(training state, gathered layers) in bytes per GPU for ``mode`` over ``gpus`` GPUs (ASSUMPTIONS)."""
+    p = m.params()
+    gathered = 2 * m.layer_params() * 2  # two bf16 layers unsharded at a time
+    if mode == "single-bf16":
+        return 8 * p, 0.0
+    if mode == "fsdp-full":
+        return 16 * p / gpus, gathered
+    if mode == "fsdp-lora":
+        return 2 * p / gpus + 16 * m.lora_params(LORA_R), gathered
+    raise SystemExit(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+
+
+def predict(m: Arch, mode: str, gpus: int, tokens: int) -> dict:
+    """The predicted peak of tensor memory on one GPU while a micro-batch of ``tokens`` tokens trains:
+    what torch.cuda.max_memory_allocated measures, so without RESERVED_GB (context, NCCL, fragmentation)."""
+    state, extra = state_bytes(m, mode, gpus)
+    act = activation_bytes_per_token(m) * tokens
+    return {
+        "arch": m.name,
+        "params": m.params(),
+        "mode": mode,
+        "gpus": gpus,
+        "tokens_per_micro_batch": tokens,
+        "state_bytes_per_gpu": int(state + extra),
+        "activation_bytes": int(act),
+        "act_bytes_per_token": int(activation_bytes_per_token(m)),
+        "predicted_peak_bytes": int(state + extra + act),
+    }
+
+
 def rows() -> list[dict]:
     out = []
     for m in MODELS:
         p = m.params()
-        gathered = 2 * m.layer_params() * 2  # two bf16 layers unsharded at a time
         for node, n, gpu_gb in NODES:
-            modes = {
-                "single-bf16": (8 * p, 0.0, 1),
-                "fsdp-full": (16 * p / n, gathered, n),
-                "fsdp-lora": (2 * p / n + 16 * m.lora_params(LORA_R), gathered, n),
-            }
-            for mode, (state, extra, gpus) in modes.items():
+            for mode in MODES:
+                gpus = 1 if mode == "single-bf16" else n
+                state, extra = state_bytes(m, mode, n)
                 used = (state + extra) / GB
                 free = gpu_gb - RESERVED_GB - used
                 per_token = activation_bytes_per_token(m)
@@ -117,7 +171,24 @@ def rows() -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--arch", help=f"predict one micro-batch's peak for this shape ({', '.join(ARCHS)})")
+    parser.add_argument("--override", action="append", default=[], metavar="FIELD=INT", help="change one field of --arch")
+    parser.add_argument("--tokens", type=int, default=SEQ, help="tokens in the micro-batch (with --arch)")
+    parser.add_argument("--mode", default="single-bf16", choices=MODES, help="with --arch")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs the state is sharded over (with --arch)")
     args = parser.parse_args()
+    if args.arch:
+        p = predict(arch(args.arch, args.override), args.mode, args.gpus, args.tokens)
+        if args.json:
+            print(json.dumps(p, indent=2))
+        else:
+            print(
+                f"{p['arch']} ({p['params'] / 1e9:.3f}B params), {p['mode']} on {p['gpus']} GPU(s), "
+                f"{p['tokens_per_micro_batch']:,} tokens/micro-batch: state {p['state_bytes_per_gpu'] / 2**30:.2f} GiB "
+                f"+ activations {p['activation_bytes'] / 2**30:.2f} GiB = predicted peak "
+                f"{p['predicted_peak_bytes'] / 2**30:.2f} GiB per GPU (tensors only, no {RESERVED_GB:g} GB reserve)"
+            )
+        return
     table = rows()
     if args.json:
         print(json.dumps(table, indent=2))
