@@ -9,6 +9,8 @@
  */
 import { nonRetryableTypes, type ErrorClass } from './error-class.js';
 import { CORRECTNESS_ERRORS } from './correctness/errors.js';
+import { EVALUATION_ERRORS } from './evaluation/errors.js';
+import { EXPORT_ERRORS } from './export/errors.js';
 import { LLM_ERRORS } from './llm/errors.js';
 import { REWARD_ERRORS } from './reward/errors.js';
 import { SANDBOX_ERRORS } from './sandbox/errors.js';
@@ -53,6 +55,10 @@ export const ACTIVITY_ERRORS = [
   ...SANDBOX_ERRORS,
   ...SEARCH_ERRORS,
   ...CORRECTNESS_ERRORS,
+  ...EXPORT_ERRORS,
+  // Last, so the CPU benchmark activities' policies (workflows/evaluation-activities.ts) list the
+  // types in the order recorded histories carry.
+  ...EVALUATION_ERRORS,
 ] as const satisfies readonly ErrorClass[];
 
 /**

@@ -1,5 +1,6 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
+import { EVALUATION_NON_RETRYABLE_ERRORS } from '../activities/evaluation/errors.js';
 import type { EvaluationActivities } from '../activities/evaluation/index.js';
 import {
   EVAL_ERROR_TYPES,
@@ -54,13 +55,27 @@ export function evalActivities(taskQueue: string) {
   };
 }
 
-/** Failure types the CPU worker's benchmark activities throw that a retry cannot fix. */
+/**
+ * Failure types the CPU worker's benchmark activities throw that a retry cannot fix: every CPU
+ * activity's, and the evaluation area's own (BenchmarkFileError, EvalTrialConflict,
+ * EvalJudgeFailed). activities/errors.ts lists the evaluation area's last, so each type is named
+ * once and in the order recorded histories carry.
+ */
 const LOCAL_NON_RETRYABLE = [
-  ...NON_RETRYABLE_ACTIVITY_ERRORS,
-  'BenchmarkFileError',
-  'EvalTrialConflict',
-  'EvalJudgeFailed',
+  ...new Set([...NON_RETRYABLE_ACTIVITY_ERRORS, ...EVALUATION_NON_RETRYABLE_ERRORS]),
 ];
+
+/** Options of the CPU worker's benchmark trials (test/integration/retry-table.test.ts runs them). */
+export const LOCAL_TRIAL_OPTIONS: ActivityOptions = {
+  ...TRIAL_OPTIONS,
+  retry: { ...TRIAL_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
+};
+
+/** Options of the CPU worker's benchmark listings. */
+export const LOCAL_SHORT_OPTIONS: ActivityOptions = {
+  ...SHORT_OPTIONS,
+  retry: { ...SHORT_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
+};
 
 /**
  * The math and search benchmarks' activities, on the CPU worker's queue (the workflow's own): a
@@ -68,14 +83,8 @@ const LOCAL_NON_RETRYABLE = [
  * episode from the last turn.
  */
 function localActivities() {
-  const trial = proxyActivities<EvaluationActivities>({
-    ...TRIAL_OPTIONS,
-    retry: { ...TRIAL_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
-  });
-  const short = proxyActivities<EvaluationActivities>({
-    ...SHORT_OPTIONS,
-    retry: { ...SHORT_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
-  });
+  const trial = proxyActivities<EvaluationActivities>(LOCAL_TRIAL_OPTIONS);
+  const short = proxyActivities<EvaluationActivities>(LOCAL_SHORT_OPTIONS);
   return {
     runTrial: trial.runReasoningBenchmarkTrial,
     listTasks: short.listReasoningBenchmarkTasks,

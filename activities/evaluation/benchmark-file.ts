@@ -5,12 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import { ApplicationFailure } from '@temporalio/common';
 import { BenchmarkProblemSchema } from '../../schemas/reasoning-evaluation.js';
 import { resolveDataFile } from '../data-files.js';
-
-/** Failure type of a benchmark file that cannot be used; not retryable (the file must change). */
-export const BENCHMARK_FILE_ERROR = 'BenchmarkFileError';
+import { BenchmarkFileError } from './errors.js';
 
 /** Largest benchmark file read (the seed's sets are a few hundred problems). */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
@@ -30,12 +27,9 @@ export interface BenchmarkFile {
   readonly problems: readonly BenchmarkProblem[];
 }
 
-function refuse(file: string, detail: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: BENCHMARK_FILE_ERROR,
-    nonRetryable: true,
-    message: `benchmark file ${file}: ${detail}`,
-  });
+/** A benchmark file that cannot be used; not retryable (the file must change). */
+function refuse(file: string, detail: string): BenchmarkFileError {
+  return new BenchmarkFileError(`benchmark file ${file}`, detail);
 }
 
 /** Reads and checks a benchmark file; relative paths resolve as the spec's other data files. */

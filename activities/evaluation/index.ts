@@ -13,7 +13,8 @@ import { createEpisodeRunner } from '../world/index.js';
 import { listReasoningBenchmarkTasks, runReasoningBenchmarkTrial } from './reasoning-trial.js';
 import { listSyntheticBenchmarkTasks, runSyntheticBenchmarkTrial } from './synthetic-trial.js';
 
-export { BENCHMARK_FILE_ERROR, readBenchmarkFile } from './benchmark-file.js';
+export { readBenchmarkFile } from './benchmark-file.js';
+export { BenchmarkFileError, EVALUATION_ERRORS, EvalJudgeFailed, EvalTrialConflict } from './errors.js';
 
 /** The math, search and synthetic benchmark activities, bound to one database, model client and sandbox. */
 export function createEvaluationActivities(

@@ -6,7 +6,6 @@
  * resumes the episode from its last turn and pays nothing twice (the model ledger).
  */
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
 import { EpisodeInputSchema } from '../../schemas/episode-input.js';
 import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
 import {
@@ -23,7 +22,8 @@ import {
 } from '../training/reasoning-rollout.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import type { EpisodeHooks } from '../world/index.js';
-import { BENCHMARK_FILE_ERROR, readBenchmarkFile, type BenchmarkFile } from './benchmark-file.js';
+import { readBenchmarkFile, type BenchmarkFile } from './benchmark-file.js';
+import { BenchmarkFileError } from './errors.js';
 import {
   configHash,
   packageVersions,
@@ -44,10 +44,13 @@ export async function listReasoningBenchmarkTasks(data: ReasoningListInput): Pro
     file.problems.map((problem) => problem.id),
     input,
     (absent) =>
-      `${input.benchmark} ${input.group} has no problem ${absent
-        .slice(0, 10)
-        .map((id) => JSON.stringify(id))
-        .join(', ')}`,
+      new BenchmarkFileError(
+        `${input.benchmark} ${input.group}`,
+        `has no problem ${absent
+          .slice(0, 10)
+          .map((id) => JSON.stringify(id))
+          .join(', ')}`,
+      ),
   );
   return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
 }
@@ -84,11 +87,10 @@ export async function runReasoningBenchmarkTrial(
   if (stored) return stored;
   const problem = file.problems.find((p) => p.id === input.taskId);
   if (!problem) {
-    throw ApplicationFailure.create({
-      type: BENCHMARK_FILE_ERROR,
-      nonRetryable: true,
-      message: `${input.benchmark} ${input.group} has no problem ${JSON.stringify(input.taskId)} in ${file.path}`,
-    });
+    throw new BenchmarkFileError(
+      `${input.benchmark} ${input.group}`,
+      `has no problem ${JSON.stringify(input.taskId)} in ${file.path}`,
+    );
   }
 
   const taskId = `${input.benchmark}/${input.group}/${input.taskId}`;

@@ -6,7 +6,6 @@
  * never a score.
  */
 import { createHash } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/common';
 import type pg from 'pg';
 import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
 import {
@@ -31,9 +30,7 @@ import {
   type TrialKey,
   type TrialOutcome,
 } from './trial-store.js';
-
-/** Failure type of a trial whose judge could not grade it after its repair and redraws. */
-const JUDGE_FAILED = 'EvalJudgeFailed';
+import { BenchmarkFileError, EvalJudgeFailed } from './errors.js';
 
 /** The held-out tasks, as GrpoTraining's planIteration splits them (same seed, same count). */
 export async function listSyntheticBenchmarkTasks(
@@ -56,7 +53,10 @@ export async function listSyntheticBenchmarkTasks(
     splitHeldOut(kept, input.heldOutTasks, input.seed).heldOut,
     input,
     (absent) =>
-      `benchmarks.synthetic.taskIds: ${absent.slice(0, 10).join(', ')} not among the held-out tasks`,
+      new BenchmarkFileError(
+        'benchmarks.synthetic.taskIds',
+        `${absent.slice(0, 10).join(', ')} not among the held-out tasks`,
+      ),
   );
   return { taskIds: ids, packages: packageVersions(), data: await taskVersions(pool, ids) };
 }
@@ -143,11 +143,7 @@ export async function runSyntheticBenchmarkTrial(
       },
     );
     if ('unjudged' in judged) {
-      throw ApplicationFailure.create({
-        type: JUDGE_FAILED,
-        nonRetryable: true,
-        message: `the judge gave no usable verdict on ${episodeId} (${judged.unjudged}); a judge failure is never a score: check benchmarks.synthetic.judge`,
-      });
+      throw new EvalJudgeFailed(episodeId, judged.unjudged);
     }
     const { rows } = await deps.pool.query<{
       messages: unknown;

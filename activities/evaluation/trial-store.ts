@@ -7,15 +7,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
 import type pg from 'pg';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import type { EvaluationBenchmark, TrialSummary } from '../../schemas/evaluation-contract.js';
 import { canonicalJson } from '../llm/index.js';
-import { BENCHMARK_FILE_ERROR } from './benchmark-file.js';
-
-/** Failure type of a trial stored with other settings (the Python worker's, for the same case). */
-const TRIAL_CONFLICT = 'EvalTrialConflict';
+import { type BenchmarkFileError, EvalTrialConflict } from './errors.js';
 
 /** A trial's key: evaluation, benchmark, group, task, trial. */
 export type TrialKey = readonly [string, EvaluationBenchmark, string, string, number];
@@ -88,13 +84,7 @@ export async function storedTrial(
   const found = await findTrial(pool, key);
   if (!found) return undefined;
   if (found.config_hash !== hash) {
-    throw ApplicationFailure.create({
-      type: TRIAL_CONFLICT,
-      nonRetryable: true,
-      message:
-        `trial ${key.join('/')} is already stored with other settings or versions ` +
-        `(config hash ${found.config_hash.slice(0, 12)}, now ${hash.slice(0, 12)}): start a new evaluation id`,
-    });
+    throw new EvalTrialConflict(key.join('/'), found.config_hash, hash);
   }
   return summary(found, true);
 }
@@ -148,23 +138,19 @@ export async function storeTrial(
 }
 
 /**
- * A group's task ids as a spec picks them: `taskIds` (each must be among `ids`, else a
- * non-retryable failure whose message `missing` writes), then the first `limit`.
+ * A group's task ids as a spec picks them: `taskIds` (each must be among `ids`, else the
+ * BenchmarkFileError `missing` makes, not retryable), then the first `limit`.
  */
 export function selectTasks(
   ids: readonly string[],
   pick: { readonly taskIds?: readonly string[]; readonly limit?: number },
-  missing: (ids: readonly string[]) => string,
+  missing: (ids: readonly string[]) => BenchmarkFileError,
 ): string[] {
   let chosen = [...ids];
   if (pick.taskIds) {
     const absent = pick.taskIds.filter((id) => !ids.includes(id));
     if (absent.length > 0) {
-      throw ApplicationFailure.create({
-        type: BENCHMARK_FILE_ERROR,
-        nonRetryable: true,
-        message: missing(absent),
-      });
+      throw missing(absent);
     }
     chosen = chosen.filter((id) => pick.taskIds!.includes(id));
   }

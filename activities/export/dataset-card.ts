@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { ParquetLayoutError } from './errors.js';
 import type { ParquetLayout } from './parquet.js';
 
 type SchemaElement = ParquetLayout['schema'][number];
@@ -49,7 +50,8 @@ function children(schema: SchemaElement[], at: number, count: number): [Record<s
 function dtypeOf(element: SchemaElement): string {
   if (element.type === 'INT64') return 'int64';
   if (element.type === 'BYTE_ARRAY' && element.converted_type === 'UTF8') return 'string';
-  throw new Error(`no datasets dtype for the Parquet column ${element.name} (${element.type})`);
+  const converted = element.converted_type ? ` ${element.converted_type}` : '';
+  throw new ParquetLayoutError(element.name, `${element.type ?? 'no physical type'}${converted}`);
 }
 
 /** The `datasets` features of a layout, in the card's YAML form. */

@@ -156,7 +156,8 @@ export function createTrainingActivities(
     /**
      * Makes every rollout replica serve the step just applied (vLLM / SGLang admin APIs, or the
      * built-in policy server's own reload) and checks the version each reports; see
-     * weight-sync.ts. Not retryable: `WeightSyncRejectedError`; `StalePolicyError` is retried.
+     * weight-sync.ts. Not retryable: `WeightSyncRejectedError`, `WeightSyncInputError`;
+     * `StalePolicyError` and `ReplicaUnavailableError` are retried.
      */
     async syncPolicyWeights(input: SyncPolicyInput) {
       return syncPolicyWeights(input, {

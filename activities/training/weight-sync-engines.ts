@@ -16,7 +16,11 @@
  */
 import type { SyncPolicyInput } from '../../schemas/policy-serving.js';
 import { adapterName, weightVersion } from '../../schemas/policy-serving.js';
-import { ReplicaUnavailableError, WeightSyncRejectedError } from './weight-sync-errors.js';
+import {
+  ReplicaUnavailableError,
+  WeightSyncInputError,
+  WeightSyncRejectedError,
+} from './weight-sync-errors.js';
 
 /** One replica's admin API: JSON over HTTP, tried `attempts` times on what a retry can fix. */
 export class AdminClient {
@@ -119,7 +123,7 @@ export function driverFor(input: SyncPolicyInput): EngineDriver {
   if (serving.engine === 'mockworld') return mockworldDriver(input);
   if (serving.sync === 'lora') return loraDriver(input, serving.engine === 'vllm' ? '/v1' : '');
   if (step > 0 && input.modelPath === null) {
-    throw new Error(`step ${step} has no weights directory to reload`); // the trainer always returns one
+    throw new WeightSyncInputError(step, 'has no weights directory to reload'); // the trainer always returns one
   }
   return serving.engine === 'sglang' ? sglangFullDriver(input) : vllmFullDriver(input);
 }
@@ -155,7 +159,8 @@ function loraDriver(input: SyncPolicyInput, prefix: string): EngineDriver {
     },
     async push(admin) {
       if (input.step === 0) return; // the base model is served from start-up
-      if (input.adapterPath === null) throw new Error(`step ${input.step} has no LoRA adapter to load`);
+      if (input.adapterPath === null)
+        throw new WeightSyncInputError(input.step, 'has no LoRA adapter to load');
       await admin.post(`${prefix}/load_lora_adapter`, { lora_name: name, lora_path: input.adapterPath });
     },
     async cleanup(admin) {

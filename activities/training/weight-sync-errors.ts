@@ -1,8 +1,8 @@
 /**
  * Errors of the weight-sync activity (weight-sync.ts). Pure: workflow code may import this module.
  * Each declares its Temporal failure `type` (its `name`) and whether another attempt can help
- * (activities/error-class.ts). The non-retryable one is thrown wrapped in a non-retryable
- * ApplicationFailure where it happens, so no retry policy needs to list it.
+ * (activities/error-class.ts). The non-retryable ones are thrown wrapped in a non-retryable
+ * ApplicationFailure where they happen (weight-sync.ts), so no retry policy needs to list them.
  */
 import type { ErrorClass } from '../error-class.js';
 
@@ -66,9 +66,29 @@ export class WeightSyncRejectedError extends Error {
   }
 }
 
+/**
+ * Thrown when a step cannot be pushed because its input lacks what the sync mode needs: a full
+ * sync of step > 0 without `modelPath` (no weights directory to reload), a LoRA sync of step > 0
+ * without `adapterPath`. The trainer always returns both, so this is a caller bug. Not retryable:
+ * every attempt gets the same input.
+ */
+export class WeightSyncInputError extends Error {
+  static readonly type = 'WeightSyncInputError';
+  static readonly retryable = false;
+  override readonly name = WeightSyncInputError.type;
+  constructor(
+    readonly step: number,
+    /** What the step lacks. */
+    readonly detail: string,
+  ) {
+    super(`step ${step} ${detail}`);
+  }
+}
+
 /** Every error of the weight-sync activity. */
 export const WEIGHT_SYNC_ERRORS = [
   StalePolicyError,
   ReplicaUnavailableError,
   WeightSyncRejectedError,
+  WeightSyncInputError,
 ] as const satisfies readonly ErrorClass[];

@@ -5,7 +5,8 @@
  * checked, so a retried attempt (or the check at the start of a continued run) pushes nothing twice.
  *
  * Failures: an admin call is tried `serving.attempts` times (refused connections, 5xx, 429); a 4xx
- * is a WeightSyncRejectedError, not retryable (the route is not enabled, the path is not readable);
+ * is a WeightSyncRejectedError, not retryable (the route is not enabled, the path is not readable),
+ * as is a WeightSyncInputError (the step has no weights directory or adapter to push);
  * a replica that keeps serving another version past `verifyTimeoutMs` is a StalePolicyError, which
  * Temporal retries (pushing again) and which, once the attempts are spent, fails the run rather
  * than let it train on rollouts of a stale policy.
@@ -17,7 +18,7 @@ import {
   type SyncPolicyResult,
 } from '../../schemas/policy-serving.js';
 import { AdminClient, driverFor, type EngineDriver } from './weight-sync-engines.js';
-import { StalePolicyError, WeightSyncRejectedError } from './weight-sync-errors.js';
+import { StalePolicyError, WeightSyncInputError, WeightSyncRejectedError } from './weight-sync-errors.js';
 
 /** What the activity needs besides its input (tests shorten the waits). */
 export interface WeightSyncDeps {
@@ -35,12 +36,12 @@ export async function syncPolicyWeights(
   deps: WeightSyncDeps = {},
 ): Promise<SyncPolicyResult> {
   const parsed = SyncPolicyInputSchema.parse(input);
-  const driver = driverFor(parsed);
   const sleep = deps.sleep ?? sleepMs;
   const now = deps.now ?? Date.now;
   const apiKey = parsed.apiKeyEnv ? process.env[parsed.apiKeyEnv] : undefined;
   let done = 0;
   try {
+    const driver = driverFor(parsed);
     const replicas = await Promise.all(
       parsed.replicas.map(async (url) => {
         const admin = new AdminClient(url, {
@@ -56,9 +57,9 @@ export async function syncPolicyWeights(
     );
     return { step: parsed.step, servedModel: driver.servedModel, replicas };
   } catch (error) {
-    if (error instanceof WeightSyncRejectedError) {
+    if (error instanceof WeightSyncRejectedError || error instanceof WeightSyncInputError) {
       throw ApplicationFailure.create({
-        type: WeightSyncRejectedError.type,
+        type: error.name,
         message: error.message,
         nonRetryable: true,
         cause: error,

@@ -14,6 +14,7 @@ import {
 } from '../../schemas/world-service.js';
 import { authorizationCheck, HttpError, readBody, sendJson } from '../http/json-http.js';
 import { listenMeasured } from '../http/request-metrics.js';
+import { WorldServiceAccessError } from './errors.js';
 import {
   askUser,
   callTool,
@@ -84,7 +85,7 @@ function statusOf(error: unknown): number {
 export async function startWorldServer(options: WorldServerOptions): Promise<WorldServer> {
   const host = options.host ?? '127.0.0.1';
   if (!['127.0.0.1', 'localhost', '::1'].includes(host) && !options.authorization)
-    throw new Error(`the world service on ${host} needs an authorization value (MOCKWORLD_WORLD_AUTH)`);
+    throw new WorldServiceAccessError(host);
   const deps: WorldDependencies = {
     pool: getPool(options.databaseUrl),
     models: createModelClient({ databaseUrl: options.databaseUrl }),

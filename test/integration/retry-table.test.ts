@@ -11,6 +11,12 @@ import { REPO_ROOT } from '../../deploy/paths.js';
 import { ACTIVITY_ERRORS, RunIdTakenError } from '../../activities/errors.js';
 import { CorrectnessInputError, MathVerifierError } from '../../activities/correctness/errors.js';
 import {
+  BenchmarkFileError,
+  EvalJudgeFailed,
+  EvalTrialConflict,
+} from '../../activities/evaluation/errors.js';
+import { ParquetLayoutError } from '../../activities/export/errors.js';
+import {
   ModelGatewayError,
   ModelRequestRejectedError,
   ModelRetriesExhaustedError,
@@ -53,6 +59,7 @@ import {
 import {
   ReplicaUnavailableError,
   StalePolicyError,
+  WeightSyncInputError,
   WeightSyncRejectedError,
 } from '../../activities/training/weight-sync-errors.js';
 import {
@@ -164,6 +171,10 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
     make: () =>
       new WeightSyncRejectedError('http://vllm-0:8000', '/v1/load_lora_adapter', 404, 'not enabled'),
   },
+  [WeightSyncInputError.type]: {
+    retried: false,
+    make: () => new WeightSyncInputError(2, 'has no LoRA adapter to load'),
+  },
   [StudyInputError.type]: {
     retried: false,
     make: () => new StudyInputError('study-1', 'it has no question q-1'),
@@ -217,6 +228,19 @@ const TABLE: Record<string, { readonly make: () => Error; readonly retried: bool
     retried: true,
     make: () => new MathVerifierError('it printed a line that is not a verdict'),
   },
+  [ParquetLayoutError.type]: { retried: false, make: () => new ParquetLayoutError('rubric', 'INT96') },
+  [BenchmarkFileError.type]: {
+    retried: false,
+    make: () => new BenchmarkFileError('benchmark file /data/math.jsonl', '1 bad line(s): line 2: not JSON'),
+  },
+  [EvalTrialConflict.type]: {
+    retried: false,
+    make: () => new EvalTrialConflict('eval-1/math/math-sample/gauss/0', 'a'.repeat(64), 'b'.repeat(64)),
+  },
+  [EvalJudgeFailed.type]: {
+    retried: false,
+    make: () => new EvalJudgeFailed('eval-1/synthetic/held-out/task-1/t0', 'judge answer not JSON'),
+  },
   RangeError: { retried: true, make: () => new RangeError('Maximum call stack size exceeded') },
   RuntimeError: {
     retried: true,
@@ -248,9 +272,13 @@ interface Row {
   readonly type: string;
 }
 
-/** Every activity error, and an unclassified one, under both CPU policies; the trainer's types under the trainer's. */
+/**
+ * Every activity error, and an unclassified one, under the CPU policies (the benchmark activities'
+ * too: they run the world, model and sandbox code of every area); the trainer's types under the
+ * trainer's.
+ */
 const ROWS: Row[] = [
-  ...(['long', 'short'] as const).flatMap((policy) =>
+  ...(['long', 'short', 'evalTrial', 'evalShort'] as const).flatMap((policy) =>
     [...ACTIVITY_ERRORS.map((c) => c.type), 'RangeError'].map((type) => ({ policy, type })),
   ),
   ...[...TRAINER_ERROR_TYPES, 'RuntimeError'].map((type) => ({ policy: 'trainer' as const, type })),
@@ -298,7 +326,7 @@ describe('the retry table', () => {
 
   beforeAll(async () => {
     try {
-      // 300-odd failed attempts would each log a warning.
+      // Hundreds of failed attempts would each log a warning.
       Runtime.install({ logger: new DefaultLogger('ERROR') });
     } catch {
       /* installed by an earlier file in this process */
@@ -379,7 +407,7 @@ describe('the retry table', () => {
     expect(actual).toEqual(expected);
   });
 
-  it.each(['long', 'short', 'trainer'] as const)(
+  it.each(['long', 'short', 'trainer', 'evalTrial', 'evalShort'] as const)(
     'the %s policy, waits unchanged, retries after 1 s then 2 s and the third attempt succeeds',
     async (policy) => {
       const type = policy === 'trainer' ? 'RuntimeError' : DatabaseUnreachableError.type;
