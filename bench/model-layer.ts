@@ -1,7 +1,7 @@
 /**
- * Model-layer overhead: calls/s and added latency of `createModelClient().chat` (cache lookup,
- * limiter, openai client, PostgreSQL insert) against raw `fetch` to the same OpenAI-compatible
- * test server, at 0 ms and 50 ms upstream latency and 1..256 concurrent callers. Every layer call
+ * Model-layer overhead: calls/s, added latency and CPU per call of `createModelClient().chat`
+ * (cache lookup, limiter, HTTP, ledger insert) against raw HTTP requests (the same client, undici)
+ * to the same OpenAI-compatible test server, at 0 ms and 50 ms upstream latency and 1..256 concurrent callers. Every layer call
  * is a distinct request, i.e. a cache miss with a cache write.
  *
  * Run: `npx tsx bench/model-layer.ts`. Prints a Markdown table, writes bench/results/model-layer.json.
@@ -14,13 +14,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
 import { createModelClient } from '../activities/llm/index.js';
+import { meters } from './measure/meters.js';
 import { ModelEndpointSchema, SamplingSchema } from '../schemas/model-endpoint.js';
 import { createTestDatabase } from '../testkit/database.js';
 import { startModelServer } from '../testkit/model-server.js';
 
-const LATENCIES_MS = [0, 50];
-const CONCURRENCY = [1, 16, 64, 256];
+const numbers = (value: string | undefined, fallback: number[]) =>
+  value ? value.split(',').map(Number) : fallback;
+/** `BENCH_LATENCIES=50 BENCH_CALLERS=256` runs one cell (for profiling). */
+const LATENCIES_MS = numbers(process.env.BENCH_LATENCIES, [0, 50]);
+const CONCURRENCY = numbers(process.env.BENCH_CALLERS, [1, 16, 64, 256]);
 /** Measured seconds per cell and path; 2 latencies x 4 concurrencies x 2 paths x 3 s = 48 s. */
 const CELL_SECONDS = 3;
 const WARMUP_SECONDS = 0.5;
@@ -32,6 +37,9 @@ interface PathResult {
   readonly callsPerSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** CPU per call, ms: this process, the model server child, the database's PostgreSQL backends. */
+  readonly cpuMsPerCall: { readonly bench: number; readonly modelServer: number; readonly postgres: number };
+  readonly loadAvg: { readonly start: number; readonly end: number };
 }
 
 interface Cell {
@@ -63,7 +71,7 @@ async function startServerProcess(latencyMs: number) {
     lines.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`model server exited with ${code}`)));
   });
-  return { url, stop: () => child.kill('SIGTERM') };
+  return { url, pid: child.pid!, stop: () => child.kill('SIGTERM') };
 }
 
 /** Runs `concurrency` loops of `once` for `seconds`; returns per-call latencies and wall time. */
@@ -84,18 +92,35 @@ async function drive(concurrency: number, seconds: number, once: (i: number) => 
   return { latencies, wallMs: performance.now() - started };
 }
 
-function summarize({ latencies, wallMs }: { latencies: number[]; wallMs: number }): PathResult {
+/** One measured cell of one path: throughput, latency and the CPU of every process per call. */
+async function measure(
+  databaseUrl: string,
+  modelServerPid: number,
+  concurrency: number,
+  once: (i: number) => Promise<void>,
+): Promise<PathResult> {
+  const read = await meters(databaseUrl, { modelServer: modelServerPid });
+  const { latencies, wallMs } = await drive(concurrency, CELL_SECONDS, once);
+  const { cpu, loadAvg } = await read();
   const sorted = [...latencies].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  const perCall = (ms: number) => ms / sorted.length;
   return {
     calls: sorted.length,
     callsPerSecond: sorted.length / (wallMs / 1000),
     p50Ms: at(0.5),
     p99Ms: at(0.99),
+    cpuMsPerCall: {
+      bench: perCall(cpu.bench),
+      modelServer: perCall(cpu.modelServer),
+      postgres: perCall(cpu.postgres),
+    },
+    loadAvg,
   };
 }
 
 async function main(): Promise<void> {
+  const rawConnections = new Agent({ keepAliveTimeout: 30_000, connections: null });
   const db = await createTestDatabase('mw_bench');
   const models = createModelClient({ databaseUrl: db.url });
   const sampling = SamplingSchema.parse({ temperature: 0, maxTokens: 16 });
@@ -113,9 +138,13 @@ async function main(): Promise<void> {
         { role: 'system' as const, content: 'You are a benchmark.\nrole: bench' },
         { role: 'user' as const, content: `request ${nonce} ${tag} ${i}` },
       ];
+      // The plain path: the HTTP client the layer uses (undici's request on keep-alive
+      // connections), the same body, nothing else. Node's fetch costs about 2 ms of CPU per call
+      // more here, so a fetch loop would flatter the layer.
       const raw = (tag: string) => async (i: number) => {
-        const response = await fetch(`${server.url}/chat/completions`, {
+        const response = await request(`${server.url}/chat/completions`, {
           method: 'POST',
+          dispatcher: rawConnections,
           headers: { 'content-type': 'application/json', authorization: 'Bearer unused' },
           body: JSON.stringify({
             model: endpoint.model,
@@ -124,7 +153,7 @@ async function main(): Promise<void> {
             temperature: 0,
           }),
         });
-        await response.json();
+        await response.body.json();
       };
       const layer = (tag: string) => async (i: number) => {
         await models.chat({
@@ -140,8 +169,8 @@ async function main(): Promise<void> {
         await drive(16, WARMUP_SECONDS, layer('warm'));
         for (const concurrency of CONCURRENCY) {
           const tag = `c${concurrency}`;
-          const rawResult = summarize(await drive(concurrency, CELL_SECONDS, raw(tag)));
-          const layerResult = summarize(await drive(concurrency, CELL_SECONDS, layer(tag)));
+          const rawResult = await measure(db.url, server.pid, concurrency, raw(tag));
+          const layerResult = await measure(db.url, server.pid, concurrency, layer(tag));
           cells.push({
             upstreamLatencyMs: latency,
             concurrency,
@@ -161,14 +190,20 @@ async function main(): Promise<void> {
   }
 
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  const cpu = (r: PathResult) => {
+    const { bench, modelServer, postgres } = r.cpuMsPerCall;
+    return `${bench.toFixed(2)} + ${modelServer.toFixed(2)} + ${postgres.toFixed(2)} = ${(bench + modelServer + postgres).toFixed(2)}`;
+  };
+  const load = (r: PathResult) => `${r.loadAvg.start.toFixed(1)}→${r.loadAvg.end.toFixed(1)}`;
   const table = [
-    '| upstream latency | callers | raw calls/s | layer calls/s | layer/raw | raw p50 / p99 ms | layer p50 / p99 ms | added p50 / p99 ms |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| upstream latency | callers | raw calls/s | layer calls/s | layer/raw | raw p50 / p99 ms | layer p50 / p99 ms | added p50 / p99 ms | CPU ms/call raw: bench + model server + PostgreSQL | CPU ms/call layer | load avg (raw; layer) |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...cells.map(
       (c) =>
         `| ${c.upstreamLatencyMs} ms | ${c.concurrency} | ${f(c.raw.callsPerSecond)} | ${f(c.layer.callsPerSecond)} | ` +
         `${(c.layer.callsPerSecond / c.raw.callsPerSecond).toFixed(2)} | ${f(c.raw.p50Ms)} / ${f(c.raw.p99Ms)} | ` +
-        `${f(c.layer.p50Ms)} / ${f(c.layer.p99Ms)} | ${f(c.addedP50Ms)} / ${f(c.addedP99Ms)} |`,
+        `${f(c.layer.p50Ms)} / ${f(c.layer.p99Ms)} | ${f(c.addedP50Ms)} / ${f(c.addedP99Ms)} | ` +
+        `${cpu(c.raw)} | ${cpu(c.layer)} | ${load(c.raw)}; ${load(c.layer)} |`,
     ),
   ].join('\n');
   console.log(table);

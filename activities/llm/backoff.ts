@@ -24,7 +24,10 @@ export function backoffDelayMs(retry: number, options: BackoffOptions = {}, rand
  * The wait an endpoint asked for, in ms: `retry-after-ms` (OpenAI's), else `Retry-After` as
  * seconds or as an HTTP date. Undefined when absent or unreadable.
  */
-export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: { get(name: string): string | null } | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   const millis = headers.get('retry-after-ms');
   if (millis !== null && millis.trim() !== '') {

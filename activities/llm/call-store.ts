@@ -1,6 +1,8 @@
 import type pg from 'pg';
+import { isConnectionError } from '../store/db.js';
 import { RowVanishedError } from '../store/errors.js';
 import { storableJson, storableText } from '../store/storable.js';
+import { Batcher } from './batcher.js';
 import type { CallIdentity } from './cache-key.js';
 import type { ChatCompletionMessage, RoleUsage } from './types.js';
 
@@ -60,64 +62,142 @@ function fromRow(row: Row): StoredCall {
   };
 }
 
+/**
+ * Lookups and inserts of the ledger, grouped per pool: the model layer makes one of each per call,
+ * and at a few hundred calls in flight one statement per call would cost more CPU (client,
+ * backend, commit) than the HTTP call itself (bench/model-layer.ts).
+ */
+interface Ledger {
+  readonly find: Batcher<string, StoredCall | undefined>;
+  readonly store: Batcher<NewCall, { stored: StoredCall; inserted: boolean }>;
+}
+
+const BATCHING = { maxBatch: 128, maxInFlight: 2 } as const;
+const ledgers = new WeakMap<pg.Pool, Ledger>();
+
+function ledgerOf(pool: pg.Pool): Ledger {
+  let ledger = ledgers.get(pool);
+  if (!ledger) {
+    ledger = {
+      find: new Batcher((keys) => findMany(pool, keys), BATCHING),
+      store: new Batcher((calls) => storeMany(pool, calls), BATCHING),
+    };
+    ledgers.set(pool, ledger);
+  }
+  return ledger;
+}
+
 /** The stored answer for a key, if any. */
-export async function findCall(pool: pg.Pool, cacheKey: string): Promise<StoredCall | undefined> {
-  const { rows } = await pool.query<Row>({
-    // Named: prepared once per connection; this and the insert run on every call.
-    name: 'mockworld_llm_calls_find',
-    text: `SELECT ${COLUMNS} FROM llm_calls WHERE cache_key = $1`,
-    values: [cacheKey],
-  });
-  return rows[0] && fromRow(rows[0]);
+export function findCall(pool: pg.Pool, cacheKey: string): Promise<StoredCall | undefined> {
+  return ledgerOf(pool).find.submit(cacheKey);
 }
 
 /**
  * Records a paid call unless another caller recorded the same key first, and returns the row that
  * is stored either way: racing callers all return the first answer and usage is counted once.
  * `inserted` is false for the callers that lost the race (their upstream spend is not counted).
+ * Resolves once the row is committed.
  */
-export async function storeCall(
+export function storeCall(pool: pg.Pool, call: NewCall): Promise<{ stored: StoredCall; inserted: boolean }> {
+  return ledgerOf(pool).store.submit(call);
+}
+
+async function findMany(
   pool: pg.Pool,
-  call: NewCall,
-): Promise<{ stored: StoredCall; inserted: boolean }> {
-  const inserted = await pool.query<Row>({
-    name: 'mockworld_llm_calls_store',
-    text: `INSERT INTO llm_calls (cache_key, endpoint, model, request_hash, sample_index, policy_version, run_id, role,
-       response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts, cached_prompt_tokens, cost_usd)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15)
-     ON CONFLICT (cache_key) DO NOTHING
-     RETURNING ${COLUMNS}`,
-    values: [
-      call.cacheKey,
-      call.endpoint,
-      call.model,
-      call.requestHash,
-      call.sampleIndex,
-      call.policyVersion,
-      call.runId ?? null,
-      call.role ?? null,
-      jsonbText(call.response),
-      call.promptTokens,
-      call.completionTokens,
-      call.latencyMs,
-      call.attempts,
-      call.cachedPromptTokens ?? 0,
-      call.costUsd ?? null,
-    ],
+  keys: readonly string[],
+): Promise<Array<PromiseFulfilledResult<StoredCall | undefined>>> {
+  const found = await selectByKeys(pool, keys);
+  return keys.map((key) => ({ status: 'fulfilled', value: found.get(key) }));
+}
+
+async function selectByKeys(pool: pg.Pool, keys: readonly string[]): Promise<Map<string, StoredCall>> {
+  const { rows } = await pool.query<Row>({
+    // Named: prepared once per connection.
+    name: 'mockworld_llm_calls_find_many',
+    text: `SELECT ${COLUMNS} FROM llm_calls WHERE cache_key = ANY($1::text[])`,
+    values: [[...new Set(keys)]],
   });
-  if (inserted.rows[0]) return { stored: fromRow(inserted.rows[0]), inserted: true };
-  const existing = await findCall(pool, call.cacheKey);
-  if (!existing) throw new RowVanishedError('llm_calls', call.cacheKey);
-  return { stored: existing, inserted: false };
+  return new Map(rows.map((row) => [row.cache_key, fromRow(row)]));
 }
 
 /**
- * JSON text PostgreSQL accepts as jsonb: jsonb cannot hold U+0000 or an unpaired surrogate, which
- * a model (or a broken server, in any key of the message) can emit, so each is replaced by U+FFFD
- * rather than failing the call after it was paid for.
+ * Inserts a batch in one statement; the first of several calls with one key is the one inserted.
+ * A batch the server refuses for another reason than the connection (a value it cannot take) is
+ * retried row by row, so only the call with the bad row fails.
  */
-function jsonbText(value: unknown): string {
-  return JSON.stringify(storableJson(value));
+async function storeMany(
+  pool: pg.Pool,
+  calls: readonly NewCall[],
+): Promise<Array<PromiseSettledResult<{ stored: StoredCall; inserted: boolean }>>> {
+  try {
+    return (await insertMany(pool, calls)).map((value) => ({ status: 'fulfilled', value }));
+  } catch (error) {
+    if (calls.length === 1 || isConnectionError(error)) throw error;
+    return Promise.allSettled(calls.map(async (call) => (await insertMany(pool, [call]))[0]!));
+  }
+}
+
+async function insertMany(
+  pool: pg.Pool,
+  calls: readonly NewCall[],
+): Promise<Array<{ stored: StoredCall; inserted: boolean }>> {
+  // jsonb cannot hold U+0000 or an unpaired surrogate, which a model (or a broken server, in any
+  // key of the message) can emit: each is replaced by U+FFFD rather than failing a paid call.
+  const responses = calls.map((call) => storableJson(call.response) as StoredResponse);
+  const column = <T>(pick: (call: NewCall, i: number) => T) => calls.map(pick);
+  const { rows } = await pool.query<{ cache_key: string }>({
+    name: 'mockworld_llm_calls_store_many',
+    text: `INSERT INTO llm_calls (cache_key, endpoint, model, request_hash, sample_index, policy_version, run_id, role,
+       response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts, cached_prompt_tokens, cost_usd)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
+       $9::jsonb[], $10::int[], $11::int[], $12::int[], $13::int[], $14::int[], $15::float8[])
+     ON CONFLICT (cache_key) DO NOTHING
+     RETURNING cache_key`,
+    values: [
+      column((c) => c.cacheKey),
+      column((c) => c.endpoint),
+      column((c) => c.model),
+      column((c) => c.requestHash),
+      column((c) => c.sampleIndex),
+      column((c) => c.policyVersion),
+      column((c) => c.runId ?? null),
+      column((c) => c.role ?? null),
+      column((_, i) => JSON.stringify(responses[i])),
+      column((c) => c.promptTokens),
+      column((c) => c.completionTokens),
+      column((c) => c.latencyMs),
+      column((c) => c.attempts),
+      column((c) => c.cachedPromptTokens ?? 0),
+      column((c) => c.costUsd ?? null),
+    ],
+  });
+  const inserted = new Set(rows.map((row) => row.cache_key));
+  const mine = new Map<string, StoredCall>();
+  calls.forEach((call, i) => {
+    if (inserted.has(call.cacheKey) && !mine.has(call.cacheKey)) {
+      mine.set(call.cacheKey, {
+        cacheKey: call.cacheKey,
+        response: responses[i]!,
+        promptTokens: call.promptTokens,
+        completionTokens: call.completionTokens,
+        latencyMs: call.latencyMs,
+        attempts: call.attempts,
+      });
+    }
+  });
+  const others = calls.filter((call) => !mine.has(call.cacheKey)).map((call) => call.cacheKey);
+  const existing = others.length > 0 ? await selectByKeys(pool, others) : new Map<string, StoredCall>();
+  const claimed = new Set<string>();
+  return calls.map((call) => {
+    const own = mine.get(call.cacheKey);
+    if (own && !claimed.has(call.cacheKey)) {
+      claimed.add(call.cacheKey);
+      return { stored: own, inserted: true };
+    }
+    const stored = own ?? existing.get(call.cacheKey);
+    if (!stored) throw new RowVanishedError('llm_calls', call.cacheKey);
+    return { stored, inserted: false };
+  });
 }
 
 /** A structured output rejected after repair. */

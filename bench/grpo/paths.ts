@@ -10,7 +10,7 @@ import type { GrpoSummary } from '../../workflows/grpo-training.js';
 import { processCpuMs } from '../measure/cpu.js';
 import { activityDists, dist, largest, mergeCounts, type Dist } from '../measure/history.js';
 import { rolloutPhase, scanRun } from './history.js';
-import { countRows, meters, type CpuMs, type DbActivity } from './meters.js';
+import { countRows, meters, type CpuMs, type DbActivity } from '../measure/meters.js';
 import { runPlain } from './plain.js';
 import { BEFORE_TUNING, SETTINGS } from './settings.js';
 import { runTemporal, startWorkers, type BenchContext } from './temporal.js';

@@ -163,6 +163,49 @@ describe('the model response cache and usage ledger', () => {
     expect(rows).toHaveLength(1);
   });
 
+  it('stores concurrent answers, each committed row returned to its caller, a bad row failing alone', async () => {
+    const pool = getPool(db.url);
+    const answer = (i: number, promptTokens = i) => {
+      const identity = identify(
+        endpointOf(server, 'c-batch'),
+        { messages: [{ role: 'user', content: `batch ${i}` }], sampling },
+        0,
+        'base',
+      );
+      return {
+        ...identity,
+        cacheKey: cacheKey(identity),
+        response: {
+          message: { role: 'assistant' as const, content: `answer ${i}`, refusal: null },
+          finishReason: 'stop',
+        },
+        promptTokens,
+        completionTokens: 1,
+        latencyMs: 1,
+        attempts: 1,
+      };
+    };
+    // 2^40 does not fit the integer column: that statement fails, and only its caller sees it.
+    const calls = Array.from({ length: 60 }, (_, i) => answer(i, i === 17 ? 2 ** 40 : i));
+    const results = await Promise.allSettled(calls.map((c) => storeCall(pool, c)));
+    expect(results.map((r) => r.status).filter((s) => s === 'rejected')).toHaveLength(1);
+    expect(results[17]!.status).toBe('rejected');
+    results.forEach((result, i) => {
+      if (i === 17 || result.status !== 'fulfilled') return;
+      expect(result.value.inserted).toBe(true);
+      expect(result.value.stored).toMatchObject({ cacheKey: calls[i]!.cacheKey, promptTokens: i });
+      expect(result.value.stored.response.message.content).toBe(`answer ${i}`);
+    });
+    const stored = await query<{ n: string }>(
+      db.url,
+      "SELECT count(*) AS n FROM llm_calls WHERE model = 'c-batch'",
+    );
+    expect(Number(stored[0]!.n)).toBe(59);
+    // The same answers again: every caller gets the stored row, none counts as inserted.
+    const again = await Promise.all(calls.filter((_, i) => i !== 17).map((c) => storeCall(pool, c)));
+    expect(again.every((r) => !r.inserted)).toBe(true);
+  });
+
   it('sums tokens and calls per role of one run, counting cached reads zero times', async () => {
     const ledger = createModelClient({ databaseUrl: db.url });
     const runId = 'run-usage';

@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 import pg from 'pg';
-import { processCpuMs, threadCpuMs } from '../measure/cpu.js';
+import { processCpuMs, threadCpuMs } from './cpu.js';
 
 /** CPU used during one path's run, in ms. */
 export interface CpuMs {
