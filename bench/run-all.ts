@@ -33,6 +33,8 @@ const BENCHMARKS = [
     name: 'chaos',
     title: 'Chaos: kills, restarts, a slow model and a full disk under a synthesis run and a GRPO run',
   },
+  // Last: it reads the figures the benchmarks above just wrote to bench/results/.
+  { name: 'targets', title: 'Performance targets: each figure beside its target' },
 ] as const;
 
 function run(script: string): Promise<string> {
