@@ -20,7 +20,6 @@ import pg from 'pg';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
-import type { StageOutcome } from '../activities/synthesis/stages.js';
 import { parseSpecOfKind } from '../schemas/specs.js';
 import { createTestDatabase, type TestDatabase } from '../testkit/database.js';
 import type { ModelServerStats } from '../testkit/model-server.js';
@@ -295,61 +294,39 @@ async function runPlain(databaseUrl: string, runId: string, input: ReturnType<ty
 
   const runTask = async (idx: number): Promise<SynthesisTaskResult> => {
     const taskId = taskIdOf(runId, idx);
-    const base = { runId, taskId, idx, seed: spec.seed + idx, templates: spec.templates };
-    const templateIds: Record<string, string> = {};
-    const finish = async (outcome: StageOutcome & { ok: false }): Promise<SynthesisTaskResult> => {
-      await call('finalizeTask', {
-        runId,
-        taskId,
-        idx,
-        outcome: 'rejected',
-        reason: outcome.reason,
-        detail: outcome.detail,
-        roles: spec.models,
-        templateIds,
-      });
-      return { outcome: 'rejected', reason: outcome.reason };
+    const base = {
+      runId,
+      taskId,
+      idx,
+      seed: spec.seed + idx,
+      templates: spec.templates,
+      taskSize: spec.taskSize,
+      roles: spec.models,
     };
-    const step = async (stage: string, run: () => Promise<StageOutcome>) => {
-      const outcome = await run();
-      if (outcome.templateId) templateIds[stage] = outcome.templateId;
-      return outcome;
-    };
-    let outcome = await step('toolset', () =>
-      call('synthesizeToolset', { ...base, teacher: spec.models.teacher }),
-    );
-    if (!outcome.ok) return finish(outcome);
-    outcome = await step('refine', () =>
-      call('refineToolset', { ...base, teacher: spec.models.teacher, refine: spec.refine }),
-    );
-    if (!outcome.ok) return finish(outcome);
-    outcome = await step('instruction', () =>
-      call('writeFuzzyTask', { ...base, teacher: spec.models.teacher }),
-    );
-    if (!outcome.ok) return finish(outcome);
-    const episodes = await Promise.all(
-      Array.from({ length: spec.demonstrationsPerTask }, (_, k) =>
-        call('runDemonstration', {
-          episodeId: `${taskId}-demo-${k}`,
-          taskId,
-          sampleIndex: k,
-          maxTurns: spec.maxTurns,
-          models: spec.models,
-          templates: spec.templates,
-        }),
-      ),
-    );
-    outcome = await step('rubric', () =>
-      call('extractRubric', {
-        ...base,
-        rubricExtractor: spec.models.rubricExtractor,
-        coverageThreshold: spec.coverageThreshold,
-        episodeIds: episodes.map((e) => e.episodeId),
-      }),
-    );
-    if (!outcome.ok) return finish(outcome);
-    await call('finalizeTask', { runId, taskId, idx, outcome: 'kept', roles: spec.models, templateIds });
-    return { outcome: 'kept', keptDemonstrations: outcome.facts?.['keptDemonstrations'] ?? 0 };
+    const prepared = await call('prepareTask', {
+      ...base,
+      teacher: spec.models.teacher,
+      refine: spec.refine,
+    });
+    if (!prepared.ok) return { outcome: 'rejected', reason: prepared.reason };
+    const episodeIds = await call('runDemonstrations', {
+      taskId,
+      count: spec.demonstrationsPerTask,
+      maxTurns: spec.maxTurns,
+      models: spec.models,
+      templates: spec.templates,
+      world: spec.world,
+    });
+    const finished = await call('finishTask', {
+      ...base,
+      rubricExtractor: spec.models.rubricExtractor,
+      coverageJudge: spec.models.coverageJudge,
+      coverageThreshold: spec.coverageThreshold,
+      episodeIds,
+      templateIds: prepared.templateIds,
+    });
+    if (!finished.ok) return { outcome: 'rejected', reason: finished.reason };
+    return { outcome: 'kept', keptDemonstrations: finished.facts?.['keptDemonstrations'] ?? 0 };
   };
 
   const tally = { kept: 0, rejected: 0, failed: 0 };

@@ -1,7 +1,11 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { getPool } from '../activities/store/db.js';
+import { currentStage } from '../activities/synthesis/task-stage.js';
+import { taskIdOf } from '../activities/synthesis/task-id.js';
 import { connectClient } from '../client/connect.js';
-import { taskStage } from '../client/runs.js';
+import { queryRun, taskStage } from '../client/runs.js';
 import { loadEnvironment } from '../schemas/environment.js';
+import { stageQuery } from '../workflows/synthesis-controls.js';
 import { readTaskRecord, renderTaskRecord } from './task-outcomes.js';
 import { UsageError } from './usage.js';
 
@@ -16,11 +20,26 @@ export async function taskStatus(runId: string, task: string): Promise<{ text: s
     throw new UsageError(`--task takes a task index (0, 1, ...), got ${task}`);
   const record = await readTaskRecord(getPool(loadEnvironment().DATABASE_URL), runId, idx);
   const ended = record && ['kept', 'rejected', 'failed'].includes(String(record.outcome));
-  // A task still running (or not started) is asked for its stage; a worker must answer that.
-  const stage = ended ? String(record.outcome) : await taskStage(await connectClient(), runId, idx);
+  // A task still running (or not started) is asked for its stage; a worker must answer that. The
+  // run answers `started` for a running task: its own workflow knows which activity it runs, and
+  // its row which of that activity's stages finished last (activities/synthesis/task-stage.ts).
+  const stage = ended ? String(record.outcome) : await runningStage(runId, idx, record?.stage);
   const heading = `task ${idx} of ${runId}: ${stage}`;
   return {
     text: record ? `${heading}\n\n${renderTaskRecord(record)}` : heading,
     json: { workflowId: runId, task: idx, stage, ...(record ? { record } : {}) },
   };
+}
+
+async function runningStage(runId: string, idx: number, rowStage: unknown): Promise<string> {
+  const client = await connectClient();
+  const stage = await taskStage(client, runId, idx);
+  if (stage !== 'started') return stage;
+  try {
+    const own = await queryRun(client, taskIdOf(runId, idx), stageQuery);
+    return currentStage(own, typeof rowStage === 'string' ? rowStage : undefined);
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return stage; // a reasoning problem: no task workflow
+    throw error;
+  }
 }

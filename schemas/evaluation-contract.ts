@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EVAL_ERROR_TYPES } from './worker-error-types.js';
 
 /**
  * The Python evaluation worker's activities (workers/evaluation, task queue MOCKWORLD_EVAL_TASK_QUEUE):
@@ -11,8 +12,8 @@ export const EVAL_ACTIVITY = {
   summarize: 'eval.summarize',
 } as const;
 
-/** Failure types of the evaluation worker that a retry cannot fix. */
-export const EVAL_ERROR_TYPES = ['EvalBadInput', 'EvalTrialConflict'] as const;
+/** Failure types of the evaluation worker that a retry cannot fix (worker-error-types.ts: no zod there). */
+export { EVAL_ERROR_TYPES };
 
 /** BFCL-V4 multi-turn categories (BFCL's own names). */
 export const BFCL_CATEGORIES = [

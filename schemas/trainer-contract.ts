@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { TrainerModelSpecSchema } from './trainer-model.js';
+import { TRAINER_ERROR_TYPES } from './worker-error-types.js';
 import {
   TrainerRunIdSchema,
   TrainerStepInputSchema,
@@ -20,15 +21,9 @@ import { TrackIterationInputSchema, TrackIterationResultSchema } from './trainer
 
 /**
  * `ApplicationError.type`s of trainer failures that the same request would hit again
- * (non-retryable): malformed input (the message names every bad path), a step asked for before the
- * one it needs, a step asked for again with another batch or model, weights pruned from disk.
+ * (non-retryable), defined in worker-error-types.ts (no zod there: workflow code imports them).
  */
-export const TRAINER_ERROR_TYPES = [
-  'TrainerBadRequest',
-  'TrainerStepOutOfOrder',
-  'TrainerStepMismatch',
-  'TrainerCheckpointMissing',
-] as const;
+export { TRAINER_ERROR_TYPES };
 export const TrainerErrorTypeSchema = z.enum(TRAINER_ERROR_TYPES);
 
 /** Input of `trainer.saveCheckpoint`: pins a step's weights against retention (default: the latest). */

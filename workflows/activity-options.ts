@@ -1,6 +1,8 @@
 import type { ActivityOptions, RetryPolicy } from '@temporalio/workflow';
 import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
-import { TRAINER_ERROR_TYPES } from '../schemas/trainer-contract.js';
+// Not from trainer-contract.ts: workflow code evaluates its imports once per workflow run, and that
+// module builds zod schemas (measured: ~60 ms per workflow start, most of a synthesis task's).
+import { TRAINER_ERROR_TYPES } from '../schemas/worker-error-types.js';
 
 /**
  * Timeouts and retry policies of every activity (README "Retries"). Every policy is bounded: an

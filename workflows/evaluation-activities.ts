@@ -2,17 +2,19 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
 import { EVALUATION_NON_RETRYABLE_ERRORS } from '../activities/evaluation/errors.js';
 import type { EvaluationActivities } from '../activities/evaluation/index.js';
-import {
-  EVAL_ERROR_TYPES,
-  type EvalActivities,
-  type EvalBenchmark,
-  type EvaluationBenchmark,
-  type ListTasksResult,
-  type TrialInput,
-  type TrialSummary,
+import type {
+  EvalActivities,
+  EvalBenchmark,
+  EvaluationBenchmark,
+  ListTasksResult,
+  TrialInput,
+  TrialSummary,
 } from '../schemas/evaluation-contract.js';
 import type { ReasoningBenchmark, ReasoningTrialInput } from '../schemas/reasoning-evaluation.js';
 import type { SyntheticBenchmark } from '../schemas/synthetic-evaluation.js';
+// Not from evaluation-contract.ts: workflow code evaluates its imports once per workflow run, and
+// that module builds zod schemas.
+import { EVAL_ERROR_TYPES } from '../schemas/worker-error-types.js';
 
 /**
  * The Python evaluation worker's activities on `taskQueue` (schemas/evaluation-contract.ts).

@@ -1,22 +1,21 @@
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery } from '@temporalio/workflow';
 import type { TaskStage } from '../schemas/synthesis-records.js';
 import { described } from './described.js';
 
 /**
- * Sent by a task workflow to its dataset workflow when it enters a stage. Not a user control: the
- * UI offers every signal a workflow handles, so the name says it is mockworld's own.
+ * Stage of task `index` of a dataset run: `pending` before it starts, `started` while it runs (its
+ * task workflow answers `stage`; task workflows do not report stages, which would cost each task
+ * 5 history events per stage), `kept`/`rejected`/`failed` after.
  */
-export const taskStageSignal = described(
-  defineSignal<[index: number, stage: TaskStage]>('mockworld.internal.taskStage'),
-  'Internal: a SynthesisTask child reports its stage to this run. Not a user control; do not send.',
-);
-/** Stage of task `index` of a dataset run (`pending` before it starts; `kept`/`rejected`/`failed` after). */
 export const taskStageQuery = described(
   defineQuery<TaskStage | 'failed', [index: number]>('taskStage'),
-  'Stage of the task with this index (0-based): pending, a synthesis stage, or kept/rejected/failed.',
+  'Stage of the task with this index (0-based): pending, started (running: ask its task workflow), or kept/rejected/failed.',
 );
-/** Stage of one task workflow. */
+/**
+ * Stage of one task workflow: the first stage of the activity it runs (toolset for stages
+ * toolset-instruction, demonstrations, rubric for rubric-store); its row has the last stage done.
+ */
 export const stageQuery = described(
   defineQuery<TaskStage>('stage'),
-  'Stage of this task: pending, a synthesis stage, or kept/rejected.',
+  'Stage of this task: pending, the first stage of the activity it runs (toolset, demonstrations, rubric), or kept/rejected.',
 );

@@ -1,22 +1,22 @@
 import {
   CancellationScope,
-  getExternalWorkflowHandle,
   isCancellation,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SynthesisActivities } from '../activities/synthesis/index.js';
-import type { StageOutcome } from '../activities/synthesis/stages.js';
+import type { TaskStepOutcome } from '../activities/synthesis/task-steps.js';
 import type { RejectReason, TaskStage } from '../schemas/synthesis-records.js';
 import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
 import { LONG_ACTIVITY } from './activity-options.js';
 import { innermostFailure, MAX_FAILURE_CHARS } from './failure.js';
-import { stageQuery, taskStageSignal } from './synthesis-controls.js';
+import { stageQuery } from './synthesis-controls.js';
 import { taskIdOf } from '../activities/synthesis/task-id.js';
 
-// A dead worker is noticed within the heartbeat timeout; a retried episode resumes from its last
-// checkpointed turn, and every model call a retry repeats is served from the cache.
+// A dead worker is noticed within the heartbeat timeout; a retried activity runs its stages again
+// from what they stored (each episode from its last checkpointed turn), and every model call a
+// retry repeats is served from the cache.
 const activities = proxyActivities<SynthesisActivities>(LONG_ACTIVITY);
 
 /** Input of one task's lifecycle: which task, and the spec settings its stages use. */
@@ -48,9 +48,10 @@ interface TaskProgress {
 /**
  * One task's lifecycle (seed §3.1–3.3): tool set → refinement → fuzzy instruction → K teacher
  * demonstrations in the mock world → rubric and coverage filter → stored with provenance.
- * Its stage is queryable, and reported to the dataset workflow as it changes. A lifecycle that
- * fails (an error no retry fixed) records it on the task's row first: stage `failed`, the stage
- * it was in, the error's type and message; so no finished run leaves a row in a middle stage.
+ * Three activities: stages (a)-(c), the K demonstrations, then (e) and the stored outcome. Its
+ * stage is queryable. A lifecycle that fails (an error no retry fixed) records it on the task's
+ * row first: stage `failed`, the stage it was in, the error's type and message; so no finished
+ * run leaves a row in a middle stage.
  */
 export async function SynthesisTask(input: SynthesisTaskInput): Promise<SynthesisTaskResult> {
   const progress: TaskProgress = { stage: 'pending', templateIds: {} };
@@ -65,20 +66,14 @@ export async function SynthesisTask(input: SynthesisTaskInput): Promise<Synthesi
 async function runTask(input: SynthesisTaskInput, progress: TaskProgress): Promise<SynthesisTaskResult> {
   const { runId, idx, spec } = input;
   const taskId = workflowInfo().workflowId;
-  const parent = workflowInfo().parent;
   setHandler(stageQuery, () => progress.stage, { description: stageQuery.description });
 
-  // Stage reports to the dataset workflow are fire-and-forget: waiting for each would cost a
-  // workflow task round trip per stage (measured: 100-160 ms per task on the dev server). The
-  // parent ignores reports of tasks it has already settled, and learns outcomes from results.
-  const enter = (next: TaskStage) => {
-    progress.stage = next;
-    if (!parent || next === 'kept' || next === 'rejected') return;
-    getExternalWorkflowHandle(parent.workflowId)
-      .signal(taskStageSignal, idx, next)
-      .catch(() => undefined); // the dataset run may have closed (cancelled)
-  };
-
+  // Three activities, no signals: every activity costs the history 6 events (scheduled, started,
+  // completed, and the workflow task that follows), every stage report to the dataset workflow 5
+  // more; so the stages that follow each other without a decision of the workflow's share one
+  // activity, and the dataset workflow counts a running task as `started` (its stage is queried
+  // here). The workflow's stage is the first stage of the running activity; the task's row
+  // records the last one finished (activities/synthesis/task-stage.ts puts the two together).
   const base = {
     runId,
     taskId,
@@ -86,73 +81,49 @@ async function runTask(input: SynthesisTaskInput, progress: TaskProgress): Promi
     seed: spec.seed + idx,
     templates: spec.templates,
     taskSize: spec.taskSize,
+    roles: spec.models,
   };
-  const { templateIds } = progress;
-  const finish = async (outcome: StageOutcome & { ok: false }): Promise<SynthesisTaskResult> => {
-    await activities.finalizeTask({
-      runId,
-      taskId,
-      idx,
-      outcome: 'rejected',
-      reason: outcome.reason,
-      detail: outcome.detail,
-      roles: spec.models,
-      templateIds,
-    });
-    enter('rejected');
-    return { outcome: 'rejected', reason: outcome.reason };
-  };
-  const step = async (next: TaskStage, run: () => Promise<StageOutcome>) => {
-    enter(next);
+  const step = async (stage: TaskStage, run: () => Promise<TaskStepOutcome>) => {
+    progress.stage = stage;
     const outcome = await run();
-    if (outcome.templateId) templateIds[next] = outcome.templateId;
+    Object.assign(progress.templateIds, outcome.templateIds);
     return outcome;
   };
+  // A rejection is recorded on the row by the activity that rejected the task.
+  const rejected = (reason: RejectReason): SynthesisTaskResult => {
+    progress.stage = 'rejected';
+    return { outcome: 'rejected', reason };
+  };
 
-  let outcome = await step('toolset', () =>
-    activities.synthesizeToolset({ ...base, teacher: spec.models.teacher }),
+  const prepared = await step('toolset', () =>
+    activities.prepareTask({ ...base, teacher: spec.models.teacher, refine: spec.refine }),
   );
-  if (!outcome.ok) return finish(outcome);
-  outcome = await step('refine', () =>
-    activities.refineToolset({ ...base, teacher: spec.models.teacher, refine: spec.refine }),
-  );
-  if (!outcome.ok) return finish(outcome);
-  outcome = await step('instruction', () =>
-    activities.writeFuzzyTask({ ...base, teacher: spec.models.teacher }),
-  );
-  if (!outcome.ok) return finish(outcome);
+  if (!prepared.ok) return rejected(prepared.reason);
 
-  enter('demonstrations');
-  const episodeIds = await Promise.all(
-    Array.from({ length: spec.demonstrationsPerTask }, (_, k) =>
-      activities.runDemonstration({
-        episodeId: `${taskId}-demo-${k}`,
-        taskId,
-        sampleIndex: k,
-        maxTurns: spec.maxTurns,
-        models: spec.models,
-        templates: spec.templates,
-        world: spec.world,
-      }),
-    ),
-  );
+  progress.stage = 'demonstrations';
+  const episodeIds = await activities.runDemonstrations({
+    taskId,
+    count: spec.demonstrationsPerTask,
+    maxTurns: spec.maxTurns,
+    models: spec.models,
+    templates: spec.templates,
+    world: spec.world,
+  });
 
-  outcome = await step('rubric', () =>
-    activities.extractRubric({
+  const finished = await step('rubric', () =>
+    activities.finishTask({
       ...base,
       rubricExtractor: spec.models.rubricExtractor,
       // Absent in specs from before the coverage judge: the activity uses the rubric extractor.
       coverageJudge: spec.models.coverageJudge,
       coverageThreshold: spec.coverageThreshold,
-      episodeIds: episodeIds.map((e) => e.episodeId),
+      episodeIds,
+      templateIds: progress.templateIds,
     }),
   );
-  if (!outcome.ok) return finish(outcome);
-
-  enter('store');
-  await activities.finalizeTask({ runId, taskId, idx, outcome: 'kept', roles: spec.models, templateIds });
-  enter('kept');
-  return { outcome: 'kept', keptDemonstrations: outcome.facts?.keptDemonstrations ?? 0 };
+  if (!finished.ok) return rejected(finished.reason);
+  progress.stage = 'kept';
+  return { outcome: 'kept', keptDemonstrations: finished.facts?.keptDemonstrations ?? 0 };
 }
 
 /**

@@ -16,7 +16,7 @@ import type { SynthesisSpec } from '../schemas/synthesis-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { continueRun, linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
-import { taskStageQuery, taskStageSignal } from './synthesis-controls.js';
+import { taskStageQuery } from './synthesis-controls.js';
 import { SynthesisTask, taskIdOf, type SynthesisTaskResult } from './synthesis-task.js';
 import { endRunOnError } from './run-end.js';
 import { innermostFailure, MAX_FAILURE_CHARS } from './failure.js';
@@ -119,14 +119,6 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   const report = (stage: string) =>
     control.progress(tally.kept + tally.rejected + tally.failed, stage, counts());
 
-  setHandler(
-    taskStageSignal,
-    (idx, stage) => {
-      if (inFlight.has(idx)) inFlight.set(idx, stage);
-      report('synthesizing');
-    },
-    { description: taskStageSignal.description },
-  );
   setHandler(
     taskStageQuery,
     (idx) => {

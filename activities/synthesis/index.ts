@@ -7,7 +7,7 @@ import { heartbeatProgress } from '../heartbeat.js';
 import type { ModelClient } from '../llm/index.js';
 import { getPool } from '../store/db.js';
 import { locateSandbox, type SandboxInstall } from '../sandbox/index.js';
-import { createEpisodeRunner, type EpisodeSummary } from '../world/index.js';
+import { createEpisodeRunner, type EpisodeProgress, type EpisodeSummary } from '../world/index.js';
 import { datasetDirectoryName, exportRunDataset } from './export.js';
 import { loadPersonas, type LoadPersonasInput } from './personas.js';
 import { exportReasoningProblems, reasoningReport } from './reasoning-export.js';
@@ -20,8 +20,9 @@ import {
 } from './reasoning.js';
 import { synthesisReport } from './report.js';
 import { createStageActivities } from './stages.js';
+import { createTaskStepActivities } from './task-steps.js';
 
-/** Input of one teacher demonstration in the mock world. */
+/** Input of one teacher demonstration in the mock world (one episode of runDemonstrations). */
 export interface DemonstrationInput {
   readonly episodeId: string;
   readonly taskId: string;
@@ -33,13 +34,39 @@ export interface DemonstrationInput {
   readonly world?: SynthesisSpec['world'];
 }
 
+/** Input of all K teacher demonstrations of a task (episode ids `<taskId>-demo-<k>`). */
+export interface DemonstrationsInput extends Omit<DemonstrationInput, 'episodeId' | 'sampleIndex'> {
+  readonly count: number;
+}
+
+/** The episode of one teacher demonstration. */
+function demonstrationEpisode(input: DemonstrationInput) {
+  return {
+    episodeId: input.episodeId,
+    taskId: input.taskId,
+    purpose: 'demonstration' as const,
+    sampleIndex: input.sampleIndex,
+    policyVersion: 'teacher',
+    runId: input.taskId,
+    agentRoleName: 'teacher',
+    agent: input.models.teacher,
+    toolSimulator: input.models.toolSimulator,
+    userSimulator: input.models.userSimulator,
+    maxTurns: input.maxTurns,
+    templates: input.templates,
+    world: input.world,
+  };
+}
+
 /** Every activity of the synthesis pipeline, bound to one database and model client. */
 export function createSynthesisActivities(databaseUrl: string, models: ModelClient) {
   const pool = () => getPool(databaseUrl);
   const world = createEpisodeRunner({ databaseUrl, models });
   let sandbox: SandboxInstall | undefined;
+  const stages = createStageActivities(pool, models);
   return {
-    ...createStageActivities(pool, models),
+    ...stages,
+    ...createTaskStepActivities(stages),
 
     /** Loads the run's personas into PostgreSQL; returns counts only. */
     async loadSynthesisPersonas(input: LoadPersonasInput) {
@@ -47,28 +74,32 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     },
 
     /**
-     * Stage (d): the teacher solves the task once in the mock world, heartbeating its progress on
-     * every turn; a retry resumes the episode from its last checkpointed turn.
+     * Stage (d), all K demonstrations of a task in one activity, run concurrently; each checkpoints
+     * its turns in PostgreSQL, so a retry resumes every unfinished one from its last turn (and
+     * repeats no paid call: finished ones return their stored summary). Heartbeats carry each
+     * episode's progress. All are awaited before a failure is thrown, so no episode of a failed
+     * attempt still runs when the next attempt starts. Returns the episode ids, in order.
      */
-    async runDemonstration(input: DemonstrationInput): Promise<EpisodeSummary> {
-      return world.runEpisode(
-        {
-          episodeId: input.episodeId,
-          taskId: input.taskId,
-          purpose: 'demonstration',
-          sampleIndex: input.sampleIndex,
-          policyVersion: 'teacher',
-          runId: input.taskId,
-          agentRoleName: 'teacher',
-          agent: input.models.teacher,
-          toolSimulator: input.models.toolSimulator,
-          userSimulator: input.models.userSimulator,
-          maxTurns: input.maxTurns,
-          templates: input.templates,
-          world: input.world,
-        },
-        { onTurn: heartbeatProgress, signal: Context.current().cancellationSignal },
+    async runDemonstrations(input: DemonstrationsInput): Promise<string[]> {
+      const progress: (EpisodeProgress | null)[] = Array.from({ length: input.count }, () => null);
+      const signal = Context.current().cancellationSignal;
+      const settled = await Promise.allSettled(
+        progress.map((_, k) =>
+          world.runEpisode(
+            demonstrationEpisode({ ...input, episodeId: `${input.taskId}-demo-${k}`, sampleIndex: k }),
+            {
+              onTurn: (p) => {
+                progress[k] = p;
+                heartbeatProgress({ stage: 'demonstrations', episodes: progress });
+              },
+              signal,
+            },
+          ),
+        ),
       );
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      return settled.map((s) => (s as PromiseFulfilledResult<EpisodeSummary>).value.episodeId);
     },
 
     /** Loads the run's reasoning seed problems into PostgreSQL; returns counts only. */

@@ -16,6 +16,7 @@ import { SynthesisStageError } from './errors.js';
 import { judgeCoverage, type DemonstrationCoverage } from './coverage.js';
 import { callStage } from './teacher-call.js';
 import { checkToolset, repairToolset, type ToolRepair } from './tool-validation.js';
+import { currentStage } from './task-stage.js';
 import { renderTranscript } from './transcript.js';
 
 /** What every stage activity gets: which task, and the spec settings it needs. */
@@ -75,7 +76,7 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
     return rows[0];
   }
 
-  return {
+  const stages = {
     /** Stage (a): scenario, workflow, tool ecosystem, forbidden behaviours, over-specified request. */
     async synthesizeToolset(input: StageInput & { readonly teacher: ModelRole }): Promise<StageOutcome> {
       const size = input.taskSize ?? DEFAULT_TASK_SIZE;
@@ -350,14 +351,21 @@ export function createStageActivities(pool: () => pg.Pool, models: ModelClient) 
         `INSERT INTO tasks (task_id, run_id, idx, persona_id) VALUES ($1, $2, $3, '') ON CONFLICT (task_id) DO NOTHING`,
         [input.taskId, input.runId, input.idx],
       );
+      // The workflow knows which activity failed (its first stage); the row, which stage finished last.
+      const failedStage =
+        input.outcome === 'failed' && input.failedStage
+          ? currentStage(input.failedStage, (await readTask(input.taskId)).stage)
+          : null;
       await setStage(input.taskId, input.outcome, {
         reject_reason: input.reason ?? null,
         reject_detail: input.detail?.slice(0, BOUNDS.detailChars) ?? null,
-        failed_stage: input.outcome === 'failed' ? (input.failedStage ?? null) : null,
+        failed_stage: failedStage,
         provenance: JSON.stringify(provenance),
       });
     },
   };
+
+  return stages;
 }
 
 /** The stage activities' interface, for `proxyActivities`. */

@@ -145,7 +145,7 @@ describe('the workflow types a worker with the plugin serves', () => {
     }
     expect(seen).toEqual({
       Smoke: ['budget', 'pause', 'resume', 'status'],
-      Synthesis: ['budget', 'mockworld.internal.taskStage', 'pause', 'resume', 'status', 'taskStage'],
+      Synthesis: ['budget', 'pause', 'resume', 'status', 'taskStage'],
     });
   });
 });
