@@ -21,6 +21,11 @@ const BENCHMARKS = [
     title: 'GRPO: histories at batch 128 × 16, rollouts through Temporal against a plain loop',
   },
   {
+    name: 'goodput',
+    title:
+      'Goodput under faults: a GRPO iteration with its rollout process SIGKILLed every 30 s, Temporal against a plain loop',
+  },
+  {
     name: 'worker-memory',
     title:
       'CPU worker memory at 1,024 rollouts in flight; model calls saved by the cache and the tool mapping',
