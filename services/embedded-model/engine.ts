@@ -1,17 +1,27 @@
 /**
- * The embedded model itself: one node-llama-cpp model, one chat context with a few sequences that
- * requests lease one at a time (a request waits when all are busy; node-llama-cpp batches the busy
- * ones together), grammar-constrained generation, and an embedding context on the same model.
+ * The embedded model itself: one node-llama-cpp model, chat contexts (2 on a 2-core machine, each
+ * decoding on its own thread) with a few sequences each that requests lease one at a time (a
+ * request waits when all are busy; node-llama-cpp batches the busy sequences of one context
+ * together), grammar-constrained generation, and an embedding context on the same model.
+ *
+ * A second context rather than more batching: on this CPU (AVX2, Q4_1 weights) a decode costs the
+ * same CPU per token at batch 1, 2 and 4 (~20 ms on 1 thread), so only a second core adds tokens/s,
+ * and the llama.cpp threads of one context spin while they wait for each other on busy cores.
+ *
+ * The chat template is resolved once, at load: `new LlamaChat()` otherwise resolves it on every
+ * request, rendering the model's Jinja template against node-llama-cpp's specialised wrappers
+ * (0.8–1.6 s of main-thread CPU per request on 2 shared cores, stalling every other request's tokens).
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
   getLlama,
   LlamaChat,
+  resolveChatWrapper,
+  type ChatWrapper,
   LlamaLogLevel,
   type Llama,
   type LlamaContext,
-  type LlamaContextSequence,
   type LlamaEmbeddingContext,
   type LlamaGrammar,
   type LlamaModel,
@@ -19,8 +29,9 @@ import {
 } from 'node-llama-cpp';
 import { EMBEDDED_MODEL, ensureEmbeddedModel } from '../../deploy/embedded-model/fetch-model.js';
 import { planChat, toAnswer, type AssistantAnswer, type OutputMode } from './chat-prompt.js';
-import { ApiError, badRequest } from './errors.js';
+import { badRequest } from './errors.js';
 import { createSchemaGrammar } from './schema-grammar.js';
+import { SequencePool } from './sequence-pool.js';
 import type { ChatCompletionRequest, EmbeddingRequest } from '../../schemas/openai-chat.js';
 
 /** Options of {@link EmbeddedModel.load}. */
@@ -35,9 +46,22 @@ export interface EmbeddedModelOptions {
    * times slower (measured on 2 busy cores: 1 thread 11 tok/s, 2 threads 2.6 tok/s).
    */
   readonly threads?: number;
-  /** Requests generated at the same time (batched); further requests wait. Default 2. */
+  /**
+   * Requests generated at the same time (those of one context decoded in one batch); others wait.
+   * Default {@link DEFAULT_SEQUENCES}. Each sequence holds its own KV cache of `contextSize` cells.
+   */
   readonly sequences?: number;
-  /** Context window per sequence, in tokens (prompt + completion). Default: the model's, at most 8192. */
+  /**
+   * Chat contexts the sequences are spread over, each decoding on its own `threads` threads, so that
+   * concurrent requests use more than one core without llama.cpp threads waiting on each other.
+   * Each context also holds its own compute buffer (~100 MiB for SmolLM2-135M).
+   * Default {@link defaultContexts}.
+   */
+  readonly contexts?: number;
+  /**
+   * Context window per sequence, in tokens (prompt + completion). Default: the model's, at most
+   * {@link DEFAULT_CONTEXT_SIZE}.
+   */
   readonly contextSize?: number;
 }
 
@@ -76,8 +100,22 @@ export interface EmbeddingList {
   readonly usage: { readonly prompt_tokens: number; readonly total_tokens: number };
 }
 
+/** Chat sequences by default, over all contexts: requests generated at the same time. */
+export const DEFAULT_SEQUENCES = 4;
+
+/** Largest default context window per sequence, in tokens. */
+export const DEFAULT_CONTEXT_SIZE = 8192;
+
 /** Tokens one embedding input may have. */
 const EMBEDDING_CONTEXT_SIZE = 2048;
+
+/**
+ * Default number of chat contexts: as many as `threads`-thread decodes fit on the cores (at least
+ * 1, at most 2). See {@link EmbeddedModelOptions.contexts}.
+ */
+export function defaultContexts(threads = defaultThreads()): number {
+  return Math.min(2, Math.max(1, Math.floor(os.availableParallelism() / threads)));
+}
 
 /** Default number of evaluation threads for this machine; see {@link EmbeddedModelOptions.threads}. */
 export function defaultThreads(): number {
@@ -90,17 +128,21 @@ export class EmbeddedModel {
   private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
   private embeddingContext?: Promise<LlamaEmbeddingContext>;
   private embeddingQueue: Promise<unknown> = Promise.resolve();
+  private readonly chatWrapper: ChatWrapper;
 
   private constructor(
     /** Name reported in responses. */
     readonly name: string,
     private readonly llama: Llama,
     private readonly model: LlamaModel,
-    private readonly context: LlamaContext,
+    private readonly contexts: readonly LlamaContext[],
     private readonly threads: number,
   ) {
-    const sequences = Array.from({ length: context.totalSequences }, () => context.getSequence());
+    const sequences = contexts.map((context) =>
+      Array.from({ length: context.totalSequences }, () => context.getSequence()),
+    );
     this.pool = new SequencePool(sequences);
+    this.chatWrapper = resolveChatWrapper(model);
   }
 
   /** Loads the model (fetching the pinned one when no path is given) and allocates its contexts. */
@@ -110,17 +152,31 @@ export class EmbeddedModel {
     // Never build or download llama.cpp at run time: the prebuilt CPU binary ships with the package.
     const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
     const model = await llama.loadModel({ modelPath });
-    const context = await model.createContext({
-      sequences: options.sequences ?? 2,
-      contextSize: options.contextSize ?? Math.min(8192, model.trainContextSize),
-      threads,
-    });
-    return new EmbeddedModel(options.modelName ?? EMBEDDED_MODEL.name, llama, model, context, threads);
+    const sequences = Math.max(1, options.sequences ?? DEFAULT_SEQUENCES);
+    const contextCount = Math.min(sequences, Math.max(1, options.contexts ?? defaultContexts(threads)));
+    const contexts: LlamaContext[] = [];
+    try {
+      for (let index = 0; index < contextCount; index++) {
+        contexts.push(
+          await model.createContext({
+            // Sequences spread evenly: 4 over 2 contexts is 2 + 2, 5 is 3 + 2.
+            sequences: Math.ceil((sequences - index) / contextCount),
+            contextSize: options.contextSize ?? Math.min(DEFAULT_CONTEXT_SIZE, model.trainContextSize),
+            threads,
+          }),
+        );
+      }
+    } catch (error) {
+      for (const context of contexts) await context.dispose();
+      await model.dispose();
+      throw error;
+    }
+    return new EmbeddedModel(options.modelName ?? EMBEDDED_MODEL.name, llama, model, contexts, threads);
   }
 
   /** Context window per request, in tokens. */
   get contextSize(): number {
-    return this.context.contextSize;
+    return this.contexts[0]!.contextSize;
   }
 
   /** Answers one chat completion request; `signal` aborts a queued or running generation. */
@@ -128,7 +184,11 @@ export class EmbeddedModel {
     const plan = planChat(request);
     const grammar = await this.grammarFor(plan.mode);
     const sequence = await this.pool.acquire(signal);
-    const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
+    const chat = new LlamaChat({
+      contextSequence: sequence,
+      chatWrapper: this.chatWrapper,
+      autoDisposeSequence: false,
+    });
     try {
       const promptTokens = chat.chatWrapper
         .generateContextState({ chatHistory: plan.history })
@@ -251,7 +311,7 @@ export class EmbeddedModel {
     this.pool.close();
     const embedding = await this.embeddingContext?.catch(() => undefined);
     await embedding?.dispose();
-    await this.context.dispose();
+    for (const context of this.contexts) await context.dispose();
     await this.model.dispose();
   }
 
@@ -289,47 +349,4 @@ function normalise(vector: number[], dimensions: number | undefined): number[] {
   const kept = dimensions === undefined ? vector : vector.slice(0, dimensions);
   const norm = Math.sqrt(kept.reduce((sum, x) => sum + x * x, 0)) || 1;
   return kept.map((x) => x / norm);
-}
-
-/** Leases context sequences to requests in arrival order. */
-class SequencePool {
-  private readonly waiting: { resolve: (s: LlamaContextSequence) => void; reject: (e: unknown) => void }[] =
-    [];
-  private closed = false;
-
-  constructor(private readonly free: LlamaContextSequence[]) {}
-
-  acquire(signal?: AbortSignal): Promise<LlamaContextSequence> {
-    if (this.closed) return Promise.reject(new ApiError(503, 'The embedded model is shutting down.'));
-    signal?.throwIfAborted();
-    const sequence = this.free.pop();
-    if (sequence) return Promise.resolve(sequence);
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        resolve: (s: LlamaContextSequence) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(s);
-        },
-        reject,
-      };
-      const onAbort = () => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(waiter);
-    });
-  }
-
-  release(sequence: LlamaContextSequence): void {
-    const next = this.waiting.shift();
-    if (next) next.resolve(sequence);
-    else this.free.push(sequence);
-  }
-
-  close(): void {
-    this.closed = true;
-    for (const waiter of this.waiting.splice(0))
-      waiter.reject(new ApiError(503, 'The embedded model is shutting down.'));
-  }
 }

@@ -7,6 +7,8 @@ export {
 export {
   EmbeddedModel,
   defaultThreads,
+  defaultContexts,
+  DEFAULT_SEQUENCES,
   type EmbeddedModelOptions,
   type ChatCompletion,
   type EmbeddingList,

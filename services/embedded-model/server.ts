@@ -6,7 +6,8 @@
  * roles, sampling, `n`, `stop`, `response_format` json_object / json_schema and function tools,
  * enforced by grammars), `POST /v1/embeddings`, `GET /health`.
  *
- * CLI: `npx tsx services/embedded-model/server.ts [--port N] [--host H] [--model FILE] [--threads N]`
+ * CLI: `npx tsx services/embedded-model/server.ts [--port N] [--host H] [--model FILE] [--threads N]
+ * [--sequences N] [--contexts N] [--context-size N]`
  * logs `embedded model ready at http://127.0.0.1:PORT/v1` once it serves.
  */
 import http from 'node:http';
@@ -206,6 +207,7 @@ async function main(): Promise<void> {
       model: { type: 'string' },
       threads: { type: 'string' },
       sequences: { type: 'string' },
+      contexts: { type: 'string' },
       'context-size': { type: 'string' },
     },
   });
@@ -222,6 +224,7 @@ async function main(): Promise<void> {
     modelPath: values.model,
     threads: int('threads', values.threads),
     sequences: int('sequences', values.sequences),
+    contexts: int('contexts', values.contexts),
     contextSize: int('context-size', values['context-size']),
     metricsAddress: loadEnvironment().MOCKWORLD_METRICS_ADDRESS,
   });
