@@ -629,11 +629,6 @@ async function main(): Promise<void> {
   const totalBenchSeconds = (performance.now() - startedAt) / 1000;
   const notes = print(cells, totalBenchSeconds);
   await writeResults('goodput', {
-    benchmark: 'goodput',
-    date: new Date().toISOString(),
-    node: process.version,
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model,
     totalBenchSeconds,
     settings: {
       tasks: TASKS,

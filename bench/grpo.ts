@@ -34,7 +34,6 @@
  * This file is the script; its pieces are in bench/grpo/ (the scripted world and the trainer
  * stand-in are shared with bench/worker-memory.ts).
  */
-import os from 'node:os';
 import { DefaultLogger, NativeConnection, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import { startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
@@ -76,11 +75,6 @@ async function main(): Promise<void> {
   const totalBenchSeconds = (performance.now() - startedAt) / 1000;
   print(scale, cells, totalBenchSeconds);
   await writeResults('grpo', {
-    benchmark: 'grpo',
-    date: new Date().toISOString(),
-    node: process.version,
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model,
     totalBenchSeconds,
     settings: {
       scaleTasks: SETTINGS.scaleTasks,

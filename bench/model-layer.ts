@@ -9,14 +9,12 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { createModelClient } from '../activities/llm/index.js';
 import { meters } from './measure/meters.js';
+import { writeResults } from './measure/results.js';
 import { ModelEndpointSchema, SamplingSchema } from '../schemas/model-endpoint.js';
 import { createTestDatabase } from '../testkit/database.js';
 import { startModelServer } from '../testkit/model-server.js';
@@ -29,8 +27,6 @@ const CONCURRENCY = numbers(process.env.BENCH_CALLERS, [1, 16, 64, 256]);
 /** Measured seconds per cell and path; 2 latencies x 4 concurrencies x 2 paths x 3 s = 48 s. */
 const CELL_SECONDS = 3;
 const WARMUP_SECONDS = 0.5;
-
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 interface PathResult {
   readonly calls: number;
@@ -208,27 +204,12 @@ async function main(): Promise<void> {
   ].join('\n');
   console.log(table);
 
-  const out = path.join(HERE, 'results', 'model-layer.json');
-  await mkdir(path.dirname(out), { recursive: true });
-  await writeFile(
-    out,
-    JSON.stringify(
-      {
-        benchmark: 'model-layer',
-        date: new Date().toISOString(),
-        node: process.version,
-        cpus: os.cpus().length,
-        cpuModel: os.cpus()[0]?.model,
-        cellSeconds: CELL_SECONDS,
-        notes:
-          'layer = createModelClient().chat, every call a distinct request (cache miss + PostgreSQL write)',
-        cells,
-      },
-      null,
-      2,
-    ) + '\n',
-  );
-  console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
+  await writeResults('model-layer', {
+    cellSeconds: CELL_SECONDS,
+    notes:
+      'layer = createModelClient().chat, every call a distinct request (cache miss + PostgreSQL write); raw = undici request, same body',
+    cells,
+  });
 }
 
 const serveAt = process.argv.indexOf('--serve');

@@ -532,11 +532,6 @@ async function main(): Promise<void> {
   console.log([...throughput, ...mapping, ...histories].join('\n'));
 
   await writeResults('synthesis', {
-    benchmark: 'synthesis',
-    date: new Date().toISOString(),
-    node: process.version,
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model,
     tasks: TASKS,
     concurrency: CONCURRENCY,
     demonstrationsPerTask: DEMONSTRATIONS,

@@ -450,11 +450,6 @@ async function main(): Promise<void> {
   const totalSeconds = (performance.now() - t0) / 1000;
   print(idle!, runs, totalSeconds);
   await writeResults('worker-memory', {
-    benchmark: 'worker-memory',
-    date: new Date().toISOString(),
-    node: process.version,
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model,
     totalBenchSeconds: totalSeconds,
     settings: {
       tasks: TASKS,

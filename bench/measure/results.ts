@@ -1,4 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../deploy/paths.js';
 
@@ -15,11 +16,22 @@ async function asProjectJson(text: string, file: string): Promise<string> {
   }
 }
 
-/** Writes bench/results/<name>.json and says so on stdout; returns the file's path. */
-export async function writeResults(name: string, results: unknown): Promise<string> {
+/**
+ * Writes bench/results/<name>.json, headed by the benchmark's name, the date and the machine, and
+ * says so on stdout; returns the file's path.
+ */
+export async function writeResults(name: string, results: Record<string, unknown>): Promise<string> {
   const file = path.join(RESULTS_DIR, `${name}.json`);
+  const headed = {
+    benchmark: name,
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    ...results,
+  };
   await mkdir(RESULTS_DIR, { recursive: true });
-  await writeFile(file, await asProjectJson(`${JSON.stringify(results, null, 2)}\n`, file));
+  await writeFile(file, await asProjectJson(`${JSON.stringify(headed, null, 2)}\n`, file));
   console.log(`\nwritten ${path.relative(process.cwd(), file)}`);
   return file;
 }
