@@ -14,10 +14,7 @@
  * Run: `npx tsx bench/embedded-model.ts [--threads N] [--sequences N]`. Prints Markdown tables,
  * writes bench/results/embedded-model.json.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { getLlama, LlamaChatSession, LlamaLogLevel, resolveChatWrapper } from 'node-llama-cpp';
 import OpenAI from 'openai';
@@ -28,8 +25,7 @@ import {
   defaultThreads,
   startEmbeddedModelServer,
 } from '../services/embedded-model/index.js';
-
-const HERE = path.dirname(fileURLToPath(import.meta.url));
+import { writeResults } from './measure/results.js';
 
 const SYSTEM = 'You are a helpful assistant.';
 const PROMPT = 'Write a long story about a dragon who learns to bake bread.';
@@ -197,32 +193,19 @@ async function main(): Promise<void> {
   const same = rows[0]?.text === rows[1]?.text;
   console.log(`\nGreedy answers of raw and server ${same ? 'are identical' : 'differ'}.`);
 
-  const out = path.join(HERE, 'results', 'embedded-model.json');
-  await mkdir(path.dirname(out), { recursive: true });
-  await writeFile(
-    out,
-    JSON.stringify(
-      {
-        benchmark: 'embedded-model',
-        date: new Date().toISOString(),
-        node: process.version,
-        cpus: os.availableParallelism(),
-        cpuModel: os.cpus()[0]?.model,
-        threads,
-        sequences,
-        contexts: defaultContexts(threads),
-        maxTokens: MAX_TOKENS,
-        repeats: REPEATS,
-        loadAvg: { start: loadStart, end: loadEnd },
-        greedyAnswersIdentical: same,
-        rows: rows.map(({ text: _text, ...row }) => ({ ...row, tokensPerSecond: row.tokens / row.seconds })),
-        figures,
-      },
-      null,
-      2,
-    ) + '\n',
-  );
-  console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
+  await writeResults('embedded-model', {
+    threads,
+    sequences,
+    contexts: defaultContexts(threads),
+    maxTokens: MAX_TOKENS,
+    repeats: REPEATS,
+    loadAvg: { start: loadStart, end: loadEnd },
+    greedyAnswersIdentical: same,
+    rows: rows.map(({ text: _text, ...row }) => ({ ...row, tokensPerSecond: row.tokens / row.seconds })),
+    // Read by bench/targets.ts.
+    ratios: { serverOverRaw: figures[0]!.value, concurrent4OverOne: figures[1]!.value },
+    figures,
+  });
 }
 
 main().catch((error: Error) => {
