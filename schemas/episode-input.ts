@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { ModelRoleSchema } from './model-endpoint.js';
-import { DEFAULT_WORLD, TemplateOverrideStageSchema, WorldSchema } from './synthesis-spec.js';
+import {
+  DEFAULT_WORLD,
+  TemplateOverrideStageSchema,
+  TurnToolChoicesSchema,
+  WorldSchema,
+} from './synthesis-spec.js';
 
 /** Why an episode is run: a teacher demonstration (synthesis), a GRPO rollout, or an evaluation. */
 export const EpisodePurposeSchema = z.enum(['demonstration', 'rollout', 'evaluation']);
@@ -79,6 +84,7 @@ export const EpisodeInputSchema = z
     toolSimulator: ModelRoleSchema,
     userSimulator: ModelRoleSchema,
     maxTurns: z.number().int().min(1).max(256).describe('Agent turns (model calls) at most.'),
+    turnToolChoice: TurnToolChoicesSchema,
     maxResponseTokens: z
       .number()
       .int()

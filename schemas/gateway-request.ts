@@ -14,6 +14,7 @@ export const GatewayRequestSchema = z.object({
       endpoint: ModelEndpointSchema,
       messages: z.array(JsonObject).min(1),
       tools: z.array(JsonObject).optional(),
+      toolChoice: z.union([z.enum(['none', 'auto', 'required']), JsonObject]).optional(),
       sampling: SamplingSchema,
       sampleIndex: z.number().int().min(0).optional(),
       policyVersion: z.string().optional(),

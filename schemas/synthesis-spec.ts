@@ -107,6 +107,26 @@ export const DEFAULT_TASK_SIZE: TaskSize = {
 export const SimulatorFailureSchema = z.enum(['tool-error', 'reject']);
 export type SimulatorFailure = z.infer<typeof SimulatorFailureSchema>;
 
+/**
+ * What the agent may do on one turn of an episode, sent as the request's OpenAI `tool_choice`:
+ * `auto` (a tool call or an answer: the seed), `ask_user` (must ask the simulated user),
+ * `task_tool` (must call one of the task's own tools: only those are offered that turn),
+ * `answer` (must answer without a tool). Honoured by vLLM, SGLang, OpenAI and the embedded server.
+ */
+export const TurnToolChoiceSchema = z.enum(['auto', 'ask_user', 'task_tool', 'answer']);
+export type TurnToolChoice = z.infer<typeof TurnToolChoiceSchema>;
+
+/** The tool choice of an episode's first turns; turns past the list are `auto`. */
+export const TurnToolChoicesSchema = z
+  .array(TurnToolChoiceSchema)
+  .max(64)
+  .default([])
+  .describe(
+    "The agent's tool choice on its first turns, in order (auto | ask_user | task_tool | answer); " +
+      'later turns are auto. Default []: every turn auto, as the seed. For a small model that ' +
+      'rarely asks the user or calls a tool unprompted, e.g. [ask_user, task_tool].',
+  );
+
 /** Settings of the mock world shared by synthesis and training. */
 export const WorldSchema = z
   .object({
@@ -188,6 +208,7 @@ export const SynthesisSpecSchema = z
       .default(4)
       .describe('Teacher solutions K per task (seed: 4).'),
     maxTurns: z.number().int().min(1).max(64).default(16).describe('Agent turns per episode (seed: 16).'),
+    demonstrationToolChoice: TurnToolChoicesSchema,
     coverageThreshold: z
       .number()
       .min(0)
@@ -219,6 +240,12 @@ export const SynthesisSpecSchema = z
         code: 'custom',
         path: ['tasks'],
         message: 'must be at least 1 when the spec has no reasoning section',
+      });
+    if (spec.demonstrationToolChoice.length > spec.maxTurns)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['demonstrationToolChoice'],
+        message: `lists ${spec.demonstrationToolChoice.length} turns, more than maxTurns (${spec.maxTurns})`,
       });
   });
 

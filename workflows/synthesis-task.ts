@@ -28,7 +28,7 @@ export interface SynthesisTaskInput {
     'models' | 'refine' | 'demonstrationsPerTask' | 'maxTurns' | 'coverageThreshold' | 'seed' | 'templates'
   > &
     // Absent in the input of tasks started before the setting existed (their histories replay).
-    Partial<Pick<SynthesisSpec, 'world' | 'taskSize'>>;
+    Partial<Pick<SynthesisSpec, 'world' | 'taskSize' | 'demonstrationToolChoice'>>;
 }
 
 /** How one task ended. */
@@ -105,6 +105,7 @@ async function runTask(input: SynthesisTaskInput, progress: TaskProgress): Promi
     taskId,
     count: spec.demonstrationsPerTask,
     maxTurns: spec.maxTurns,
+    turnToolChoice: spec.demonstrationToolChoice,
     models: spec.models,
     templates: spec.templates,
     world: spec.world,

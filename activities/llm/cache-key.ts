@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint.js';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from './types.js';
+import type {
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
+} from './types.js';
 
 /**
  * JSON with object keys sorted at every depth, so two requests that differ only in key order hash
@@ -35,6 +39,7 @@ export function sha256(text: string): string {
 export interface RequestContent {
   readonly messages: readonly ChatCompletionMessageParam[];
   readonly tools?: readonly ChatCompletionTool[];
+  readonly toolChoice?: ChatCompletionToolChoiceOption;
   readonly responseFormat?: unknown;
   readonly sampling: Sampling;
 }
@@ -45,6 +50,8 @@ export function requestHash(content: RequestContent): string {
     canonicalJson({
       messages: content.messages,
       tools: content.tools?.length ? content.tools : undefined,
+      // Absent when unset, so the keys of calls that never set it are what they always were.
+      tool_choice: content.toolChoice,
       response_format: content.responseFormat,
       sampling: content.sampling,
     }),

@@ -26,6 +26,7 @@ export type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
   ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
   ChatResult,
   ModelCall,
   RoleUsage,

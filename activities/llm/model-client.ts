@@ -89,7 +89,13 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
   return async (call, responseFormat) => {
     const identity = identify(
       call.endpoint,
-      { messages: call.messages, tools: call.tools, responseFormat, sampling: call.sampling },
+      {
+        messages: call.messages,
+        tools: call.tools,
+        toolChoice: call.toolChoice,
+        responseFormat,
+        sampling: call.sampling,
+      },
       call.sampleIndex ?? 0,
       call.policyVersion ?? 'base',
     );

@@ -2,10 +2,16 @@ import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
   ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
 import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint.js';
 
-export type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool };
+export type {
+  ChatCompletionMessage,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
+};
 
 /** One logical model call. Everything that changes the answer is part of its cache key. */
 export interface ModelCall {
@@ -15,6 +21,8 @@ export interface ModelCall {
   readonly messages: readonly ChatCompletionMessageParam[];
   /** Function-calling tools offered to the model; tool calls come back untouched in `message`. */
   readonly tools?: readonly ChatCompletionTool[];
+  /** Whether the model must call a tool, which one, or none (OpenAI `tool_choice`). Unset: the server's `auto`. */
+  readonly toolChoice?: ChatCompletionToolChoiceOption;
   /** Sampling settings; with a `seed`, sample i is sent with seed + i so samples differ. */
   readonly sampling: Sampling;
   /** Which of several samples of the same request this is (GRPO groups, mean@k). Default 0. */

@@ -60,6 +60,7 @@ export function chatRequestBody(
     model: call.endpoint.model,
     messages: [...call.messages],
     ...(call.tools?.length ? { tools: [...call.tools] } : {}),
+    ...(call.toolChoice !== undefined ? { tool_choice: call.toolChoice } : {}),
     ...(responseFormat
       ? { response_format: responseFormat as ChatCompletionCreateParamsNonStreaming['response_format'] }
       : {}),

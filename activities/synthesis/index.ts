@@ -28,6 +28,8 @@ export interface DemonstrationInput {
   readonly taskId: string;
   readonly sampleIndex: number;
   readonly maxTurns: number;
+  /** The agent's tool choice on its first turns; absent in histories from before the setting. */
+  readonly turnToolChoice?: SynthesisSpec['demonstrationToolChoice'];
   readonly models: SynthesisSpec['models'];
   readonly templates: SynthesisSpec['templates'];
   /** What a simulator that gives no usable answer does; absent in histories from before the setting. */
@@ -53,6 +55,7 @@ function demonstrationEpisode(input: DemonstrationInput) {
     toolSimulator: input.models.toolSimulator,
     userSimulator: input.models.userSimulator,
     maxTurns: input.maxTurns,
+    turnToolChoice: input.turnToolChoice,
     templates: input.templates,
     world: input.world,
   };

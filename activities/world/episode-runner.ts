@@ -31,6 +31,7 @@ import { loadTask, type WorldTask } from './task-store.js';
 import { resolveToolCall } from './tool-mapping.js';
 import { validateToolCall } from './tool-validation.js';
 import { assistantEntry, toolCallsOf, userDialogue, type AgentToolCall } from './transcript.js';
+import { turnOffer } from './turn-tool-choice.js';
 import { answerUser } from './user-simulator.js';
 
 /** What the runner needs from the worker process. */
@@ -117,10 +118,12 @@ export async function runEpisode(
     signal?.throwIfAborted();
     const turn = state.turns + 1;
     const agent = agentForTurn(input.agent, input.maxResponseTokens, state.responseTokens);
+    const offer = turnOffer(input.turnToolChoice[turn - 1] ?? 'auto', task.tools);
     const answer = await deps.models.chat({
       ...callSettings(agent, input.agentRoleName, { runId: input.runId, signal }),
       messages: state.messages,
-      tools: agentTools,
+      tools: offer.tools,
+      toolChoice: offer.toolChoice,
       sampleIndex: input.sampleIndex,
       policyVersion: input.policyVersion,
     });

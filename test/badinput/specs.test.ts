@@ -184,6 +184,20 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
     ]);
   });
 
+  it("names a Synthesis spec's demonstration tool choices: an unknown one, and more of them than maxTurns", () => {
+    expectNamed(
+      rejection({ ...VALID.Synthesis, maxTurns: 2, demonstrationToolChoice: ['ask_user', 'tool'] }),
+      ['demonstrationToolChoice.1'],
+    );
+    const error = rejection({
+      ...VALID.Synthesis,
+      maxTurns: 2,
+      demonstrationToolChoice: ['ask_user', 'task_tool', 'answer'],
+    });
+    expectNamed(error, ['demonstrationToolChoice']);
+    expect(error.message).toContain('more than maxTurns (2)');
+  });
+
   it('names every absurd number of a GrpoTraining spec, cross-field checks included', () => {
     const error = rejection({
       ...VALID.GrpoTraining,

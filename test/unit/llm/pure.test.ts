@@ -44,19 +44,22 @@ describe('cache keys', () => {
     expect(cacheKey(one)).toBe(cacheKey(two));
   });
 
-  it('differ by sample index, policy version, model, sampling and a trailing-slash-insensitive base URL', () => {
+  it('differ by sample index, policy version, model, sampling, tool choice and a trailing-slash-insensitive base URL', () => {
     const base = cacheKey(identify(endpoint, { messages, sampling }));
     expect(cacheKey(identify({ ...endpoint, baseUrl: 'http://m:8000/v1/' }, { messages, sampling }))).toBe(
       base,
     );
+    // An unset tool choice keeps the key every call had before the setting existed.
+    expect(cacheKey(identify(endpoint, { messages, sampling, toolChoice: undefined }))).toBe(base);
     const others = [
       cacheKey(identify(endpoint, { messages, sampling }, 1)),
       cacheKey(identify(endpoint, { messages, sampling }, 0, 'step-10')),
       cacheKey(identify({ ...endpoint, model: 'other' }, { messages, sampling })),
       cacheKey(identify(endpoint, { messages, sampling: { ...sampling, temperature: 1 } })),
       cacheKey(identify(endpoint, { messages, sampling, responseFormat: { type: 'json_object' } })),
+      cacheKey(identify(endpoint, { messages, sampling, toolChoice: 'required' })),
     ];
-    expect(new Set([base, ...others]).size).toBe(6);
+    expect(new Set([base, ...others]).size).toBe(7);
   });
 });
 

@@ -352,4 +352,40 @@ describe('an episode in the mock world', () => {
     )) as [{ count: number }];
     expect(count).toBe(1);
   });
+  it("sends each turn's tool choice: ask_user named, only the task's tools required, then none, then auto", async () => {
+    await insertTask(db.url, 'ep-choice');
+    script({
+      role: 'policy',
+      reply: agentTurns(
+        { toolCalls: [{ name: 'ask_user', arguments: { question: 'What is your order id?' } }] },
+        { toolCalls: [{ name: 'get_order', arguments: { orderId: 'ORD-7731' } }] },
+        { toolCalls: [{ name: 'get_order', arguments: { orderId: 'ORD-7731' } }] },
+        'Order ORD-7731 is on its way.',
+      ),
+    });
+    const summary = await run(
+      episodeInput(server.url, 'm-choice', 'ep-choice', {
+        turnToolChoice: ['ask_user', 'task_tool', 'answer'],
+      }),
+    );
+    const agentRequests = server.requests.filter((r) => r.role === 'policy').map((r) => r.body);
+    expect(agentRequests.map((b) => b.tool_choice)).toEqual([
+      { type: 'function', function: { name: 'ask_user' } },
+      'required',
+      'none',
+      undefined,
+    ]);
+    const offered = agentRequests.map((b) =>
+      (b.tools as Array<{ function: { name: string } }>).map((t) => t.function.name),
+    );
+    expect(offered).toEqual([
+      ['get_order', 'search_products', 'ask_user'],
+      ['get_order', 'search_products'],
+      ['get_order', 'search_products', 'ask_user'],
+      ['get_order', 'search_products', 'ask_user'],
+    ]);
+    // The scripted agent ignored 'none' on turn 3; its call is still answered (the choice is a
+    // request to the server, not a filter), and the episode ran on to its final answer.
+    expect(summary).toMatchObject({ turns: 4, toolCalls: 2, userQuestions: 1, endReason: 'final_answer' });
+  });
 });
