@@ -14,6 +14,12 @@ export interface SynthesisReport {
   readonly workflowStepsPerTask: Summary;
   readonly demonstrations: number;
   readonly demonstrationsKept: number;
+  /** Kept demonstrations that called a task tool, asked the user, and did both (the seed's agentic shape). */
+  readonly keptDemonstrationsThat: {
+    readonly calledATool: number;
+    readonly askedTheUser: number;
+    readonly both: number;
+  };
   readonly turnsPerDemonstration: Summary;
   readonly userQuestionsPerDemonstration: Summary;
   readonly toolCallsPerDemonstration: Summary;
@@ -47,6 +53,9 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
     pool.query(
       `SELECT count(*)::int AS n,
               count(*) FILTER (WHERE (c.value ->> 'kept')::boolean)::int AS kept,
+              count(*) FILTER (WHERE (c.value ->> 'kept')::boolean AND e.tool_calls > 0)::int AS called,
+              count(*) FILTER (WHERE (c.value ->> 'kept')::boolean AND e.user_questions > 0)::int AS asked,
+              count(*) FILTER (WHERE (c.value ->> 'kept')::boolean AND e.tool_calls > 0 AND e.user_questions > 0)::int AS both,
               ${summary('e.turns')} AS turns, ${summary('e.user_questions')} AS questions, ${summary('e.tool_calls')} AS calls
          FROM tasks t
          JOIN episodes e ON e.task_id = t.task_id AND e.purpose = 'demonstration'
@@ -98,6 +107,7 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
     workflowStepsPerTask: shapes.rows[0].steps,
     demonstrations: demo.n,
     demonstrationsKept: demo.kept,
+    keptDemonstrationsThat: { calledATool: demo.called, askedTheUser: demo.asked, both: demo.both },
     turnsPerDemonstration: demo.turns,
     userQuestionsPerDemonstration: demo.questions,
     toolCallsPerDemonstration: demo.calls,

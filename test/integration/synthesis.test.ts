@@ -133,6 +133,9 @@ describe('a synthesis dataset run on the real stack', () => {
     expect(report).toMatchObject({ tasks: TASKS, kept: expectedKept, rejectedByReason: expectedReasons });
     expect(report.demonstrations).toBe(expectedKept * 2);
     expect(report.userQuestionsPerDemonstration.mean).toBe(1);
+    // Every scripted demonstration asks the user once; the breakdown counts kept ones only.
+    expect(report.keptDemonstrationsThat.askedTheUser).toBe(report.demonstrationsKept);
+    expect(report.keptDemonstrationsThat.both).toBe(report.keptDemonstrationsThat.calledATool);
     const exported = (await readFile(report.dataset.tasksFile, 'utf8'))
       .trim()
       .split('\n')
