@@ -11,6 +11,7 @@ import { evolInstructMessages } from '../../activities/study/protocols/evol-prom
 import { judgePrompt } from '../../activities/study/protocols/judge-prompt.js';
 import { repairPrompt } from '../../activities/study/protocols/repair.js';
 import { loadTemplate, renderTemplate, type TemplateStage } from '../../activities/templates/templates.js';
+import { turnOffer } from '../../activities/world/turn-tool-choice.js';
 import { ASK_USER_TOOL } from '../../activities/world/ask-user.js';
 import { COVERAGE_SCHEMA_NAME, coverageSchema } from '../../schemas/coverage-judge.js';
 import { ANSWER_MATCH_SCHEMA_NAME, AnswerMatchSchema } from '../../schemas/reasoning-correctness.js';
@@ -389,5 +390,29 @@ describe('every structured output on the embedded model', () => {
       expect(names).toContain(call.function.name);
       expect(() => JSON.parse(call.function.arguments)).not.toThrow();
     } else expect(message.content?.trim().length).toBeGreaterThan(0);
+  }, 600_000);
+  it("honours each turn's tool choice of the demo: ask_user, then a task tool, then an answer", async () => {
+    const names = tools.map((t) => t.function.name);
+    const seen: string[] = [];
+    for (const choice of demo.demonstrationToolChoice) {
+      const offer = turnOffer(choice, tools as never);
+      const completion = await client.chat.completions.create({
+        model: server.model,
+        messages: [
+          { role: 'system', content: 'You carry out tasks for a user by calling tools.' },
+          user(instruction),
+        ],
+        tools: [...offer.tools] as OpenAI.Chat.ChatCompletionTool[],
+        ...(offer.toolChoice ? { tool_choice: offer.toolChoice } : {}),
+        max_tokens: 120,
+        temperature: 0,
+        seed: 1,
+      });
+      const message = completion.choices[0]!.message;
+      const call = message.tool_calls?.[0] as { function: { name: string; arguments: string } } | undefined;
+      if (call) expect(() => JSON.parse(call.function.arguments)).not.toThrow();
+      seen.push(call ? (names.includes(call.function.name) ? 'task_tool' : call.function.name) : 'answer');
+    }
+    expect(seen).toEqual(['ask_user', 'task_tool', 'answer']);
   }, 600_000);
 });
