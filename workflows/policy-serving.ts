@@ -1,4 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
+import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
 import type { TrainingActivities } from '../activities/training/index.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import type { SyncPolicyResult } from '../schemas/policy-serving.js';
@@ -10,8 +11,9 @@ import type { SyncPolicyResult } from '../schemas/policy-serving.js';
  * commands, and the recorded histories of such runs, are unchanged.
  *
  * The sync's own retry policy: a stale replica (StalePolicyError) is pushed again a few times,
- * then the run fails before sampling rollouts from it; a refused admin call
- * (WeightSyncRejectedError, thrown non-retryable) fails it at once.
+ * then the run fails before sampling rollouts from it; a refused admin call or a bad input
+ * (WeightSyncRejectedError, WeightSyncInputError: in the list every CPU activity's policy takes
+ * from activities/errors.ts) fails it at once.
  */
 const { syncPolicyWeights } = proxyActivities<Pick<TrainingActivities, 'syncPolicyWeights'>>({
   startToCloseTimeout: '1 hour',
@@ -21,6 +23,7 @@ const { syncPolicyWeights } = proxyActivities<Pick<TrainingActivities, 'syncPoli
     backoffCoefficient: 2,
     maximumInterval: '30 seconds',
     maximumAttempts: 5,
+    nonRetryableErrorTypes: [...NON_RETRYABLE_ACTIVITY_ERRORS],
   },
 });
 
