@@ -22,7 +22,7 @@ import { runCpuWorker } from '../workers/cpu-worker.js';
 import { demo } from './demo.js';
 import { renderEvaluationReport } from './evaluation-view.js';
 import { renderJudgeAuditReport } from './judge-audit-view.js';
-import { taskStatus } from './task-status.js';
+import { taskStatus, withRunningStages } from './task-status.js';
 import { renderReport } from './report-view.js';
 import { exportRun, readReport, waitForRun, writeRewardPlot } from './run-commands.js';
 import { codecServer, modelGateway, viewer } from './service-commands.js';
@@ -178,6 +178,12 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       const overview = await describeRun(await connectClient(), needId());
+      if (overview.status && overview.type === 'Synthesis')
+        overview.status.counts = await withRunningStages(
+          getPool(loadEnvironment().DATABASE_URL),
+          overview.workflowId,
+          overview.status.counts,
+        );
       const { status, recorded, statusError, ...temporal } = overview;
       const flat = status
         ? {
@@ -185,7 +191,10 @@ async function main(argv: string[]): Promise<number> {
             state: status.state,
             progress: `${status.done}/${status.total}`,
             stage: status.stage,
-            ...status.counts,
+            // One field, not one per stage: a count named `started` would hide the start time.
+            counts: Object.entries(status.counts)
+              .map(([stage, n]) => `${stage} ${n}`)
+              .join(', '),
           }
         : {
             ...temporal,

@@ -1,6 +1,8 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
+import type pg from 'pg';
 import { getPool } from '../activities/store/db.js';
-import { currentStage } from '../activities/synthesis/task-stage.js';
+import { currentStage, STAGE_GROUPS } from '../activities/synthesis/task-stage.js';
+import type { TaskStage } from '../schemas/synthesis-records.js';
 import { taskIdOf } from '../activities/synthesis/task-id.js';
 import { connectClient } from '../client/connect.js';
 import { queryRun, taskStage } from '../client/runs.js';
@@ -42,4 +44,40 @@ async function runningStage(runId: string, idx: number, rowStage: unknown): Prom
     if (error instanceof WorkflowNotFoundError) return stage; // a reasoning problem: no task workflow
     throw error;
   }
+}
+
+/** The lifecycle stages in order; a running task is in the one after the last its row finished. */
+const LIFECYCLE = STAGE_GROUPS.flat();
+
+/**
+ * A Synthesis run's per-stage counts with its running tasks (which the run counts as `started`:
+ * it starts them and hears back only their outcome) placed in the stage each is in, read from
+ * their rows in one query: the stage after the last one the row finished. A task whose row does
+ * not exist yet, or a reasoning problem, stays `started`.
+ */
+export async function withRunningStages(
+  pool: pg.Pool,
+  runId: string,
+  counts: Readonly<Record<string, number>>,
+): Promise<Record<string, number>> {
+  const running = counts.started ?? 0;
+  if (running === 0) return { ...counts };
+  const { rows } = await pool.query<{ stage: string; n: number }>(
+    `SELECT stage, count(*)::int AS n FROM tasks
+      WHERE run_id = $1 AND stage NOT IN ('kept', 'rejected', 'failed') GROUP BY stage`,
+    [runId],
+  );
+  const refined: Record<string, number> = { ...counts };
+  let placed = 0;
+  for (const { stage, n } of rows) {
+    const done = LIFECYCLE.indexOf(stage as TaskStage);
+    const current = LIFECYCLE[Math.min(done + 1, LIFECYCLE.length - 1)]!;
+    const count = Math.min(n, running - placed);
+    if (count <= 0) break;
+    refined[current] = (refined[current] ?? 0) + count;
+    placed += count;
+  }
+  refined.started = running - placed;
+  if (refined.started === 0) delete refined.started;
+  return refined;
 }
