@@ -2,7 +2,7 @@
  * GRPO orchestration: (1) history events and the largest payload per workflow run for one GRPO
  * iteration at the seed's scale (global batch 128 tasks x n = 16 rollouts = 2048 rollouts), on the
  * parent `GrpoTraining` run and on every `GrpoGroup` child run; (2) rollout throughput of the
- * Temporal path (the real `GrpoTraining` → `GrpoGroup` → `runJudgedRollout` workflows
+ * Temporal path (the real `GrpoTraining` → `GrpoGroup` → `runJudgedRolloutGroup` workflows
  * and activities on an in-process CPU worker against a CLI dev server) against a plain in-process
  * loop calling the same activities in the same order at the same concurrency (256 rollouts in
  * flight: 16 groups of 16), at 50 ms and 0 ms model latency (the issue's target; CPU-bound on 2

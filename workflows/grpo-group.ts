@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { GrpoSpec, ReasoningMix } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY } from './activity-options.js';
@@ -35,11 +35,10 @@ export interface GrpoGroupInput {
  */
 export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
   const { spec } = input;
-  const rollout = (sampleIndex: number) => ({
+  const task = {
     runId: input.runId,
     iteration: input.iteration,
     taskId: input.taskId,
-    sampleIndex,
     policyVersion: input.policyVersion,
     policy: { endpoint: spec.policy.endpoint, sampling: spec.policy.sampling },
     toolSimulator: spec.toolSimulator,
@@ -49,9 +48,11 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     templates: spec.templates,
     world: spec.world,
     purpose: input.purpose,
-  });
+  };
+  const rollout = (sampleIndex: number) => ({ ...task, sampleIndex });
   if (input.kind === 'reasoning') {
     // The real python (and search) tools, then the correctness reward: every rollout is scored.
+    // One activity each: every rollout runs sandboxed Python, better spread over the workers.
     const scored = await Promise.all(
       Array.from({ length: input.rollouts }, (_, sampleIndex) =>
         activities.runReasoningRollout({
@@ -63,8 +64,17 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     );
     return scored.length;
   }
-  // One activity per rollout, judge included (half the orchestration of two), awaited as the
-  // activities' own promises: the workflow sandbox records a stack trace for every promise made.
+  if (patched('grpo-group-one-activity')) {
+    // The group's rollouts in one activity, judges included: one activity's events and dispatch
+    // instead of n (each rollout still checkpoints on its own, so a retry resumes them all).
+    const ended = await activities.runJudgedRolloutGroup({
+      ...task,
+      judge: spec.judge,
+      rollouts: input.rollouts,
+    });
+    return ended.judged;
+  }
+  // Before: one activity per rollout, judge included, awaited as the activities' own promises.
   const judged = await Promise.all(
     Array.from({ length: input.rollouts }, (_, sampleIndex) =>
       activities.runJudgedRollout({ ...rollout(sampleIndex), judge: spec.judge }),

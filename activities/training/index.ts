@@ -4,7 +4,8 @@
  * Python trainer reads it by reference), and per-iteration metrics. Inputs and outputs are small
  * JSON; transcripts and batches stay in the database.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../errors.js';
 import { heartbeatProgress } from '../heartbeat.js';
 import { rolloutReward, rolloutsJudged } from '../telemetry/metrics.js';
 import type { ModelClient } from '../llm/index.js';
@@ -71,6 +72,38 @@ export function createTrainingActivities(
   const pool = () => getPool(databaseUrl);
   const world = createEpisodeRunner({ databaseUrl, models });
   let sandbox: SandboxInstall | undefined; // located on first use: a tool-use run needs none
+
+  /**
+   * One rollout ({@link runRollout}), then its judgement (`judgeEpisode`). A retry resumes the
+   * episode from its last turn (a finished one returns at once) and reuses a stored judgement; a
+   * judge endpoint failure fails the attempt and is never a score; a judge answer still malformed
+   * after its repair and one redraw records the rollout as unjudged (not trained on, counted;
+   * reward/unjudged.ts). An episode the world rejected (a simulator gave no usable answer,
+   * `world.*SimulatorFailure: reject`) is not judged: its row says why, and the group trains on
+   * the others.
+   */
+  const judgedRollout = async (input: JudgedRolloutInput, hooks: EpisodeHooks): Promise<JudgedRollout> => {
+    const episode = await runRollout(world, input, hooks);
+    if (episode.endReason === 'simulator_failed') {
+      return { episodeId: episode.episodeId, turns: episode.turns, rejected: episode.endReason };
+    }
+    const judgement = await judgeOrRecordUnjudged(
+      { pool: pool(), models, signal: hooks.signal },
+      {
+        episodeId: episode.episodeId,
+        taskId: input.taskId,
+        judge: input.judge,
+        runId: input.runId,
+        templates: input.templates,
+        policyVersion: String(input.policyVersion),
+      },
+    );
+    if ('reward' in judgement) {
+      rolloutsJudged.inc();
+      rolloutReward.observe(judgement.reward);
+    }
+    return { ...judgement, turns: episode.turns };
+  };
   return {
     /**
      * The task ids of one 0-based iteration, its epoch, and the held-out set. Deterministic.
@@ -81,37 +114,41 @@ export function createTrainingActivities(
     },
 
     /**
-     * One rollout and its judgement in one activity (what GrpoGroup schedules): the episode
-     * ({@link runRollout}), then its judgement (`judgeEpisode`). A retry resumes the
-     * episode from its last turn (a finished one returns at once) and reuses a stored judgement;
-     * a judge endpoint failure fails the attempt and is never a score; a judge answer still
-     * malformed after its repair and one redraw records the rollout as unjudged (not trained on,
-     * counted; reward/unjudged.ts). Not retryable: `UngradableRubricError`, `EpisodeNotGradableError`. An
-     * episode the world rejected (a simulator gave no usable answer, `world.*SimulatorFailure:
-     * reject`) is not judged: its row says why, and the group trains on the others.
+     * One rollout and its judgement in one activity (what GrpoGroup scheduled before
+     * {@link runJudgedRolloutGroup}; still what the plain benchmark loop calls): see
+     * {@link judgedRollout}. Not retryable: `UngradableRubricError`, `EpisodeNotGradableError`.
      */
     async runJudgedRollout(input: JudgedRolloutInput): Promise<JudgedRollout> {
-      const hooks = activityHooks();
-      const episode = await runRollout(world, input, hooks);
-      if (episode.endReason === 'simulator_failed') {
-        return { episodeId: episode.episodeId, turns: episode.turns, rejected: episode.endReason };
-      }
-      const judgement = await judgeOrRecordUnjudged(
-        { pool: pool(), models, signal: hooks.signal },
-        {
-          episodeId: episode.episodeId,
-          taskId: input.taskId,
-          judge: input.judge,
-          runId: input.runId,
-          templates: input.templates,
-          policyVersion: String(input.policyVersion),
-        },
+      return judgedRollout(input, activityHooks());
+    },
+
+    /**
+     * A GRPO group's n rollouts of one task, each judged, in one activity (what GrpoGroup
+     * schedules): the rollouts run at once, as n activities would, for one activity's orchestration
+     * instead of n (bench/grpo.ts: history events, dev-server and worker CPU per rollout). Each
+     * rollout checkpoints its turns and its judgement on its own, so a retry of the group (a killed
+     * worker, a failed rollout) resumes every rollout where it stopped and pays for nothing again.
+     * A failed rollout fails the attempt only once every other rollout has settled: a retry never
+     * runs beside a rollout of the attempt before it. Not retryable: as {@link runJudgedRollout}.
+     */
+    async runJudgedRolloutGroup(input: JudgedRolloutGroupInput): Promise<JudgedRolloutGroup> {
+      const { rollouts, ...rollout } = input;
+      const hooks = groupHooks(rollouts);
+      const settled = await Promise.allSettled(
+        Array.from({ length: rollouts }, (_, sampleIndex) =>
+          judgedRollout({ ...rollout, sampleIndex }, hooks(sampleIndex)),
+        ),
       );
-      if ('reward' in judgement) {
-        rolloutsJudged.inc();
-        rolloutReward.observe(judgement.reward);
-      }
-      return { ...judgement, turns: episode.turns };
+      const failures = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+      // A failure a retry cannot fix decides the attempt: retrying for a transient one would only
+      // meet it again.
+      if (failures.length) throw failures.find(isNonRetryable) ?? failures[0];
+      const results = settled.map((r) => (r as PromiseFulfilledResult<JudgedRollout>).value);
+      return {
+        judged: results.filter((r) => r.rejected === undefined && r.unjudged === undefined).length,
+        rejected: results.filter((r) => r.rejected !== undefined).length,
+        unjudged: results.filter((r) => 'unjudged' in r && r.unjudged !== undefined).length,
+      };
     },
 
     /**
@@ -208,8 +245,42 @@ export type JudgedRollout =
       readonly rejected?: undefined;
     };
 
+/** A GRPO group's rollouts: every field of one rollout but its sample index, and how many (0..n-1). */
+export interface JudgedRolloutGroupInput extends Omit<JudgedRolloutInput, 'sampleIndex'> {
+  readonly rollouts: number;
+}
+
+/** How a group's rollouts ended (the rewards stay in PostgreSQL: judgements). */
+export interface JudgedRolloutGroup {
+  readonly judged: number;
+  readonly rejected: number;
+  readonly unjudged: number;
+}
+
 /** The training activities' interface, for `proxyActivities`. */
 export type TrainingActivities = ReturnType<typeof createTrainingActivities>;
+
+/**
+ * Hooks for each rollout of a group in one activity: one shared cancellation, and one heartbeat
+ * that carries every rollout's turn (the Temporal UI shows the group's progress).
+ */
+function groupHooks(rollouts: number): (sampleIndex: number) => EpisodeHooks {
+  const { signal } = activityHooks();
+  const turns = Array.from({ length: rollouts }, () => 0);
+  return (sampleIndex) => ({
+    signal,
+    onTurn: ({ turns: done }) => {
+      turns[sampleIndex] = done;
+      heartbeatProgress({ rollouts, turns });
+    },
+  });
+}
+
+/** Whether a retry cannot fix `error` (its type is listed non-retryable, or it says so itself). */
+function isNonRetryable(error: unknown): boolean {
+  if (error instanceof ApplicationFailure && error.nonRetryable) return true;
+  return error instanceof Error && NON_RETRYABLE_ACTIVITY_ERRORS.includes(error.name);
+}
 
 /** Heartbeat and cancellation of the current activity; none when called outside one (scripts, tests). */
 export function activityHooks(): EpisodeHooks {

@@ -228,7 +228,7 @@ async function plainPath(
     modelConnections: stats.connections,
     rows,
     activities: {
-      runJudgedRollout: { runMs: dist(plain.timings.runJudgedRollout) },
+      runJudgedRolloutGroup: { runMs: dist(plain.timings.runJudgedRolloutGroup) },
     },
   };
 }

@@ -4,7 +4,7 @@ import { GrpoSpecSchema } from '../../schemas/grpo-spec.js';
 import { plainActivityRunner } from '../measure/plain-activity.js';
 import type { GrpoBenchSpec } from './world.js';
 
-/** The timeouts GrpoGroup schedules runJudgedRollout with. */
+/** The timeouts GrpoGroup schedules runJudgedRolloutGroup with. */
 const inContext = plainActivityRunner({ heartbeatTimeoutMs: 20_000, startToCloseTimeoutMs: 7_200_000 });
 
 /** `mapBounded` of workflows/bounded.ts without the workflow: at most `limit` in flight, in item order. */
@@ -24,7 +24,7 @@ async function mapBoundedPlain<T, R>(items: readonly T[], limit: number, work: (
 
 /**
  * Mirrors the rollout phase of workflows/grpo-training.ts + workflows/grpo-group.ts: `planIteration`,
- * then `groupsInFlight` groups at a time, each n × runJudgedRollout (rollout, then its judgement) at once.
+ * then `groupsInFlight` groups at a time, each one runJudgedRolloutGroup (n rollouts, each then judged, at once).
  */
 export async function runPlain(databaseUrl: string, runId: string, input: GrpoBenchSpec) {
   const spec = GrpoSpecSchema.parse(input); // what the workflow's validateSpec gives it
@@ -41,32 +41,29 @@ export async function runPlain(databaseUrl: string, runId: string, input: GrpoBe
     iteration: 0,
   });
   const policyVersion = 'step-0';
-  const timings = { runJudgedRollout: [] as number[] };
+  const timings = { runJudgedRolloutGroup: [] as number[] };
   const t0 = performance.now();
-  await mapBoundedPlain(plan.taskIds, spec.rolloutConcurrency, (taskId) =>
-    Promise.all(
-      Array.from({ length: spec.rolloutsPerTask }, async (_, sampleIndex) => {
-        const r0 = performance.now();
-        const judged = await call('runJudgedRollout', {
-          runId,
-          iteration: 0,
-          taskId,
-          sampleIndex,
-          policyVersion,
-          policy: { endpoint: spec.policy.endpoint, sampling: spec.policy.sampling },
-          toolSimulator: spec.toolSimulator,
-          userSimulator: spec.userSimulator,
-          maxTurns: spec.maxTurns,
-          templates: spec.templates,
-          purpose: 'rollout',
-          judge: spec.judge,
-        });
-        timings.runJudgedRollout.push(performance.now() - r0);
-        // The bench's world never rejects a rollout (scripted simulators) and its judge always
-        // answers well; NaN would show if either did not.
-        return 'reward' in judged ? judged.reward : Number.NaN;
-      }),
-    ),
-  );
+  await mapBoundedPlain(plan.taskIds, spec.rolloutConcurrency, async (taskId) => {
+    const r0 = performance.now();
+    const ended = await call('runJudgedRolloutGroup', {
+      runId,
+      iteration: 0,
+      taskId,
+      rollouts: spec.rolloutsPerTask,
+      policyVersion,
+      policy: { endpoint: spec.policy.endpoint, sampling: spec.policy.sampling },
+      toolSimulator: spec.toolSimulator,
+      userSimulator: spec.userSimulator,
+      maxTurns: spec.maxTurns,
+      templates: spec.templates,
+      purpose: 'rollout',
+      judge: spec.judge,
+    });
+    timings.runJudgedRolloutGroup.push(performance.now() - r0);
+    // The bench's world never rejects a rollout (scripted simulators) and its judge always
+    // answers well: a group that judged fewer than n shows that either did.
+    if (ended.judged !== spec.rolloutsPerTask)
+      throw new Error(`group of ${taskId}: ${JSON.stringify(ended)} of ${spec.rolloutsPerTask} rollouts`);
+  });
   return { rolloutMs: performance.now() - t0, timings };
 }

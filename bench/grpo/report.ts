@@ -7,7 +7,7 @@ import { SETTINGS, TARGETS } from './settings.js';
 export const NOTES = [
   "temporal: GrpoTraining on a CLI dev server (SQLite file) started by the bench; in-process CPU worker (MockworldPlugin, the CPU worker's activity slots); fresh PostgreSQL database per path and cell.",
   "trainer (standin): a TypeScript stand-in for the GPU step registered on the run's GPU queue by the bench: it reads the batch rows by batch_ref and records the step (record.json per step, in order, replay on repeat) but computes no gradient. python: the real trainer worker (CPU torch, tiny random model).",
-  'plain: the same activity (createActivities: runJudgedRollout) called in GrpoGroup order with the same bounded concurrency (groups in flight x n), each call in a MockActivityEnvironment.',
+  'plain: the same activity (createActivities: runJudgedRolloutGroup, n rollouts each) called in GrpoGroup order with the same bounded concurrency (groups in flight), each call in a MockActivityEnvironment.',
   'rollout phase (temporal): server time of the first StartChildWorkflowExecutionInitiated → last ChildWorkflowExecutionCompleted in the parent history; (plain): first rollout started → last judgement stored.',
   "CPU: this process (worker or plain loop), the dev server, the model server, and the PostgreSQL backends of the path's database (by pid; WAL writer and checkpointer not counted).",
   'history: events per workflow run and largest encoded temporal.api.common.v1.Payload / HistoryEvent, over the parent run(s) and every GrpoGroup child run of the iteration.',
@@ -61,12 +61,12 @@ export function print(scale: ScaleFigures | undefined, cells: ThroughputCell[], 
       `Rollout throughput: ${SETTINGS.throughputTasks * SETTINGS.rolloutsPerTask} rollouts per path (${SETTINGS.throughputTasks} tasks x n = ${SETTINGS.rolloutsPerTask}), ` +
         `${cells[0]!.concurrentRollouts} in flight (${SETTINGS.groupsInFlight} groups x ${SETTINGS.rolloutsPerTask}), ${os.cpus().length} shared cores`,
       '',
-      '| model latency | Temporal worker | Temporal rollouts/s | plain rollouts/s | Temporal/plain | target ≥ 0.9 | Temporal s (whole run s) | plain s | CPU ms/rollout, all processes: Temporal; plain | runJudgedRollout schedule→start p50 / p99 ms | model calls (T; plain) | load avg (T; plain) |',
+      '| model latency | Temporal worker | Temporal rollouts/s | plain rollouts/s | Temporal/plain | target ≥ 0.9 | Temporal s (whole run s) | plain s | CPU ms/rollout, all processes: Temporal; plain | runJudgedRolloutGroup schedule→start p50 / p99 ms | model calls (T; plain) | load avg (T; plain) |',
       '|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|',
       ...cells.flatMap((c) =>
         temporalRows(c).map(({ t, ratio }) => {
           const p = c.plain;
-          const wait = t!.activities['runJudgedRollout']?.scheduleToStartMs;
+          const wait = t!.activities['runJudgedRolloutGroup']?.scheduleToStartMs;
           return (
             `| ${c.upstreamLatencyMs} ms | ${t!.worker} | ${f1(t!.rolloutsPerSecond)} | ${f1(p.rolloutsPerSecond)} | ${f2(ratio!)} | ` +
             `${ratio! >= TARGETS.ratio ? 'met' : 'missed'} | ${f1(t!.rolloutMs / 1000)} (${f1(t!.runWallMs / 1000)}) | ${f1(p.rolloutMs / 1000)} | ` +
@@ -98,7 +98,7 @@ export function print(scale: ScaleFigures | undefined, cells: ThroughputCell[], 
       '|---:|---|---|---:|---:|',
       ...cells.flatMap((c) =>
         allRows(c).flatMap(({ name, x }) =>
-          (['runJudgedRollout'] as const).map((activity) => {
+          (['runJudgedRolloutGroup'] as const).map((activity) => {
             const a = x.activities[activity];
             return (
               `| ${c.upstreamLatencyMs} ms | ${name} | ${activity} | ` +
@@ -151,11 +151,11 @@ export function print(scale: ScaleFigures | undefined, cells: ThroughputCell[], 
       );
     }
     if (c.before) {
-      const w = (x: TemporalFigures) => x.activities['runJudgedRollout']?.scheduleToStartMs?.p50 ?? 0;
+      const w = (x: TemporalFigures) => x.activities['runJudgedRolloutGroup']?.scheduleToStartMs?.p50 ?? 0;
       notes.push(
         `> - ${c.upstreamLatencyMs} ms, worker tuning (workers/cpu-worker.ts, ${t.worker} vs ${c.before.worker}): ` +
           `${f1(c.before.rolloutsPerSecond)} → ${f1(t.rolloutsPerSecond)} rollouts/s, CPU ${f0(cpu(c.before))} → ${f0(cpu(t))} ms/rollout, ` +
-          `runJudgedRollout schedule→start p50 ${f0(w(c.before))} → ${f0(w(t))} ms, workflow tasks per rollout ` +
+          `runJudgedRolloutGroup schedule→start p50 ${f0(w(c.before))} → ${f0(w(t))} ms, workflow tasks per rollout ` +
           `${f2(c.before.workflowTasks / c.before.rollouts)} → ${f2(t.workflowTasks / t.rollouts)}.`,
       );
     }

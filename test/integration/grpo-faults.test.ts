@@ -594,13 +594,13 @@ async function killTheCpuWorkerDuringRollouts(): Promise<void> {
     );
     const { records } = await expectExactlyOnce(stack, runId);
 
-    // The kill cut rollouts: some were retried (and resumed) after it.
+    // The kill cut rollouts: some groups were retried (and their rollouts resumed) after it.
     const retried = (
       await Promise.all(
         Array.from({ length: TASKS }, (_, t) =>
-          completedActivities<{ sampleIndex: number }, unknown>(
+          completedActivities<{ rollouts: number }, unknown>(
             client.workflow.getHandle(`${runId}-it${KILL_IN_ITERATION}-${fixtureTaskId(SYNTHESIS_RUN, t)}`),
-            'runJudgedRollout',
+            'runJudgedRolloutGroup',
           ),
         ),
       )

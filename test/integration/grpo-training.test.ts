@@ -202,6 +202,6 @@ describe('GRPO training in the mock world', () => {
       'trainer-config',
     ]);
     await recordHistory(runId, 'grpo-training-3-iterations');
-    await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group');
+    await recordHistory(`${runId}-it1-${trainedTaskOfIteration1}`, 'grpo-group-one-activity');
   });
 });

@@ -137,11 +137,13 @@ describe('traces of a rollout', () => {
 
     const spans = await eventually(async () => {
       const got = collector.spans;
-      const rollouts = got.filter((s) => s.name === 'RunActivity:runJudgedRollout');
+      const groups = got.filter((s) => s.name === 'RunActivity:runJudgedRolloutGroup');
       const calls = got.filter((s) => s.name === 'mockworld.model_call');
-      // Each rollout paid its policy call (the second judge call, on the same transcript, is a cache answer).
-      const eachPaid = rollouts.every((r) => calls.some((c) => c.parentSpanId === r.spanId));
-      return rollouts.length === 2 && eachPaid && got.some((s) => s.name === 'RunWorkflow:GrpoGroup') && got;
+      // The group's activity paid both rollouts' policy calls (the second judge call, on the same
+      // transcript, is a cache answer).
+      const paid =
+        groups.length === 1 && calls.filter((c) => c.parentSpanId === groups[0]!.spanId).length >= 2;
+      return paid && got.some((s) => s.name === 'RunWorkflow:GrpoGroup') && got;
     }, 60_000);
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     const ancestors = (span: Span): string[] => {
@@ -155,12 +157,12 @@ describe('traces of a rollout', () => {
       return names;
     };
     const workflow = spans.find((s) => s.name === 'RunWorkflow:GrpoGroup')!;
-    // Each model call (the policy's turn, the judge) sits in a rollout activity of the group's workflow.
+    // Each model call (the policy's turns, the judge) sits in the rollouts' activity of the group's workflow.
     for (const call of spans.filter((s) => s.name === 'mockworld.model_call')) {
       expect(call.traceId).toBe(workflow.traceId);
       const chain = ancestors(call);
-      expect(chain[0]).toBe('RunActivity:runJudgedRollout');
-      expect(chain).toContain('StartActivity:runJudgedRollout');
+      expect(chain[0]).toBe('RunActivity:runJudgedRolloutGroup');
+      expect(chain).toContain('StartActivity:runJudgedRolloutGroup');
       expect(chain).toContain('RunWorkflow:GrpoGroup');
     }
   });
