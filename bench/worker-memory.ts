@@ -3,9 +3,9 @@
  * tool mapping save.
  *
  * One real CPU worker (`runCpuWorker` of workers/cpu-worker.ts, the MockworldPlugin's workflows and
- * activities) runs in its own OS process, so its resident memory is its own; the only setting
- * changed is its activity slots (`maxConcurrentActivities`, default 512), raised so that every
- * rollout of the iteration can run at once. One `GrpoTraining` iteration of 64 tasks x n = 16 =
+ * activities) runs in its own OS process, so its resident memory is its own, with its default
+ * settings: a group's n rollouts run in one activity, so the 64 groups take 64 of its activity
+ * slots (default 512) and every rollout of the iteration runs at once. One `GrpoTraining` iteration of 64 tasks x n = 16 =
  * 1,024 rollouts, all 64 groups in flight (`rolloutConcurrency` 64), plays in the GRPO benchmark's
  * scripted world (bench/grpo/world.ts; its model server in a child process) answering every call after a fixed latency (6 s by
  * default), long enough that every rollout is started before the first one ends. The worker's
@@ -28,7 +28,7 @@
  *
  * Run: `npx tsx bench/worker-memory.ts`. Prints Markdown tables and notes, writes
  * bench/results/worker-memory.json. Knobs (environment): BENCH_WM_TASKS (64), BENCH_WM_N (16),
- * BENCH_WM_LATENCY_MS (6000), BENCH_WM_MAX_ACTIVITIES (the worker's activity slots; 1280).
+ * BENCH_WM_LATENCY_MS (6000), BENCH_WM_MAX_ACTIVITIES (the worker's activity slots; its default).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -55,8 +55,10 @@ const TASKS = Number(process.env.BENCH_WM_TASKS ?? 64);
 const N = Number(process.env.BENCH_WM_N ?? 16);
 const ROLLOUTS = TASKS * N;
 const LATENCY_MS = Number(process.env.BENCH_WM_LATENCY_MS ?? 6000);
-/** The worker's activity slots: every rollout at once, plus room for the judgements that follow. */
-const MAX_ACTIVITIES = Number(process.env.BENCH_WM_MAX_ACTIVITIES ?? Math.max(1280, ROLLOUTS + 256));
+/** The worker's activity slots: its default holds every group (one activity each) at once. */
+const MAX_ACTIVITIES = Number(
+  process.env.BENCH_WM_MAX_ACTIVITIES ?? CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions,
+);
 const SAMPLE_MS = 250;
 /** Idle time after the worker polls, before the first run; the idle RSS is the mean of its last half. */
 const IDLE_MS = 8_000;
@@ -551,8 +553,8 @@ function print(
   const notes = [
     `> - ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), shared with other work; the bench took ${f0(totalSeconds)} s. ` +
       `The trainer step is bench/grpo.ts's **stand-in** (no gradient).`,
-    `> - Worker: \`runCpuWorker({ maxConcurrentActivities: ${MAX_ACTIVITIES} })\` of workers/cpu-worker.ts in its own Node process (the default, ${CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions} slots, ` +
-      `would hold at most ${CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions} rollouts at once); idle RSS after start ${f0(idle.rssMiB)} MiB ` +
+    `> - Worker: \`runCpuWorker({ maxConcurrentActivities: ${MAX_ACTIVITIES} })\` of workers/cpu-worker.ts in its own Node process (the default is ${CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions} slots; ` +
+      `a GRPO group takes one, its n rollouts running in its activity); idle RSS after start ${f0(idle.rssMiB)} MiB ` +
       `(VmHWM before the first run, start-up and the workflow bundle build included: ${f0(idle.startupPeakMiB)} MiB). Peak = VmHWM, reset before each run through /proc/<pid>/clear_refs` +
       `${runs.every((r) => r.peakResetOk) ? '' : ' (refused by the kernel here: the peak includes start-up)'}; the highest 250 ms VmRSS sample of the first run was ${f0(first.peakSampledMiB)} MiB. ` +
       `The worker keeps most of it after the run (V8 does not hand its heap back at once): ${f0(runs[1]?.rssBeforeMiB ?? NaN)} MiB before the 2nd run.`,

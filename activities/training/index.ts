@@ -114,8 +114,8 @@ export function createTrainingActivities(
     },
 
     /**
-     * One rollout and its judgement in one activity (what GrpoGroup scheduled before
-     * {@link runJudgedRolloutGroup}; still what the plain benchmark loop calls): see
+     * One rollout and its judgement in one activity: what GrpoGroup scheduled per rollout before
+     * {@link runJudgedRolloutGroup}, kept for the runs still on that path; see
      * {@link judgedRollout}. Not retryable: `UngradableRubricError`, `EpisodeNotGradableError`.
      */
     async runJudgedRollout(input: JudgedRolloutInput): Promise<JudgedRollout> {
