@@ -7,7 +7,10 @@ validated against its file here, every bad path named in one TrainerBadRequest.
 
 Errors that retrying cannot fix are ``ApplicationError`` with ``non_retryable=True`` and ``type`` one of
 the contract's error types (errors.py); anything else (CUDA out of memory, an unreachable database,
-a killed process) is an ordinary, retryable failure. Long steps heartbeat step-heartbeat.json
+a rank of the group gone) is an ordinary, retryable failure, reported as a small ``ApplicationError``
+of the exception's type name (its message and where it was raised; the traceback goes to the log):
+Temporal keeps at most 4 KB of a pending activity's last failure, and a torch traceback through
+FSDP's collectives is longer, so the server would replace it with "Failure exceeds size limit.". Long steps heartbeat step-heartbeat.json
 between micro-batches and from a background thread every heartbeat_timeout / 3 (10 s when none is
 set), so that a slow save still heartbeats. Steps and ``trainer.trackIteration`` feed the experiment
 trackers (tracking.py), whose failures are warnings, never a failed activity; steps are also counted
@@ -18,13 +21,15 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, FailureError
 
 from . import contract
 from .errors import TrainerError
@@ -69,8 +74,28 @@ class Heartbeater:
             self._thread.join()
 
 
+log = logging.getLogger("mockworld.trainer.activities")
+
+# What a retryable failure carries of its exception: Temporal keeps at most 4 KB of a pending
+# activity's last failure (message, type, stack trace and causes together).
+FAILURE_MESSAGE_CHARS = 1_500
+FAILURE_FRAMES = 3
+
+
+def bounded_failure(e: BaseException) -> ApplicationError:
+    """A retryable ApplicationError for an exception of no contract type: its type name, its message
+    (cut to FAILURE_MESSAGE_CHARS) and the innermost FAILURE_FRAMES frames it was raised through."""
+    message = str(e)
+    if len(message) > FAILURE_MESSAGE_CHARS:
+        message = message[:FAILURE_MESSAGE_CHARS] + f"... ({len(message)} characters)"
+    frames = traceback.extract_tb(e.__traceback__)[-FAILURE_FRAMES:]
+    where = "; ".join(f"{f.filename.rsplit('site-packages/', 1)[-1]}:{f.lineno} in {f.name}" for f in frames)
+    return ApplicationError(f"{type(e).__name__}: {message}" + (f" (at {where})" if where else ""), type=type(e).__name__)
+
+
 def _non_retryable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """TrainerError -> ApplicationError(non_retryable, type=<its type_name>)."""
+    """TrainerError -> ApplicationError(non_retryable, type=<its type_name>); any other exception ->
+    a bounded, retryable ApplicationError (bounded_failure), its full traceback logged here."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -78,6 +103,11 @@ def _non_retryable(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except TrainerError as e:
             raise ApplicationError(str(e), type=e.type_name, non_retryable=True) from e
+        except FailureError:  # ApplicationError, CancelledError...: Temporal's own, as raised
+            raise
+        except Exception as e:  # noqa: BLE001 - reported to Temporal bounded, retried by its policy
+            log.warning("%s failed (retryable)", getattr(fn, "__name__", "activity"), exc_info=True)
+            raise bounded_failure(e) from None
 
     return wrapper
 

@@ -10,6 +10,8 @@ import uuid
 from datetime import timedelta
 
 import pytest
+import temporalio.api.failure.v1
+import temporalio.converter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -211,3 +213,26 @@ def test_a_slow_save_keeps_heartbeating_from_the_background_thread(acts, env_and
     env.run(acts.grpo_step, {"run_id": "wf-7", "step": 1, "batch_ref": batch_ref, "model": TINY, "config": CFG})
     during_save = [b for b in beats if b == {"phase": "save", "done": 0, "total": 1}]
     assert len(during_save) >= 3  # one on entering the phase, then the background thread's
+
+
+def test_a_failure_of_no_contract_type_is_retryable_and_small_enough_for_temporal(acts, env_and_beats, batch_ref, monkeypatch):
+    """A torch error through FSDP's collectives (a rank of the group gone) has a traceback longer than
+    the 4 KB Temporal keeps of a pending activity's failure: it is reported as a retryable
+    ApplicationError of its type name, its message and where it was raised, well under that."""
+    env, _ = env_and_beats
+
+    def deep(n: int) -> None:
+        if n == 0:
+            raise RuntimeError("[gloo/transport/tcp/pair.cc:537] Read error: Connection reset by peer. " + "x" * 5_000)
+        deep(n - 1)
+
+    monkeypatch.setattr(acts.trainer, "train_step", lambda *a, **k: deep(60))
+    with pytest.raises(ApplicationError) as info:
+        env.run(acts.grpo_step, {"run_id": "run-fail", "step": 1, "batch_ref": batch_ref, "model": TINY})
+    err = info.value
+    assert err.type == "RuntimeError" and not err.non_retryable
+    assert err.message.startswith("RuntimeError: [gloo/transport/tcp/pair.cc:537] Read error: Connection reset by peer.")
+    assert " characters) (at " in err.message and "in deep" in err.message and len(err.message) < 2_000
+    failure = temporalio.api.failure.v1.Failure()
+    temporalio.converter.DefaultFailureConverter().to_failure(err, temporalio.converter.default().payload_converter, failure)
+    assert failure.ByteSize() < 4_096
