@@ -47,9 +47,16 @@ const SHORT_OPTIONS: ActivityOptions = {
   },
 };
 
+/**
+ * The evaluation worker's listing and summary: they heartbeat from a background thread
+ * (workers/evaluation/mockworld_eval/activities.py), so a killed worker costs half a minute, not
+ * the five of start-to-close (the chaos bench's fault (i) met one killed inside a listing).
+ */
+const EVAL_SHORT_OPTIONS: ActivityOptions = { ...SHORT_OPTIONS, heartbeatTimeout: '30 seconds' };
+
 export function evalActivities(taskQueue: string) {
   const trial = proxyActivities<EvalActivities>({ ...TRIAL_OPTIONS, taskQueue });
-  const short = proxyActivities<EvalActivities>({ ...SHORT_OPTIONS, taskQueue });
+  const short = proxyActivities<EvalActivities>({ ...EVAL_SHORT_OPTIONS, taskQueue });
   return {
     runTrial: trial['eval.runTrial'],
     listTasks: short['eval.listTasks'],

@@ -1,11 +1,18 @@
 """The evaluation worker's activities (names in contract.py). Synchronous: each runs in the worker's
-thread pool, and a trial's work happens in its own process (runner.py)."""
+thread pool, and a trial's work happens in its own process (runner.py). Every activity heartbeats
+(a trial its step count; a listing or a summary from a background thread), so that a killed worker
+is noticed within the heartbeat timeout the workflow sets (workflows/evaluation-activities.ts), not
+at the start-to-close timeout."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
+import threading
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 from pydantic import ValidationError
@@ -77,6 +84,30 @@ def _heartbeat_interval() -> float:
     return max(0.5, (timeout or timedelta(seconds=30)).total_seconds() / 3)
 
 
+@contextlib.contextmanager
+def _heartbeating(phase: str) -> Iterator[None]:
+    """Heartbeats ``{"phase": phase}`` at once and then every third of the heartbeat timeout from a
+    background thread, while the block runs (a listing imports a benchmark's code and reads its
+    data: seconds to minutes on a busy machine, with no step to report)."""
+    stop = threading.Event()
+    interval = _heartbeat_interval()
+    details = {"phase": phase}
+
+    def loop() -> None:
+        while not stop.wait(interval):
+            activity.heartbeat(details)
+
+    activity.heartbeat(details)
+    context = contextvars.copy_context()  # the activity's context lives in a contextvar
+    thread = threading.Thread(target=context.run, args=(loop,), name="eval-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 @activity.defn(name=RUN_TRIAL)
 def run_trial(payload: dict) -> dict:
     """Runs one trial exactly once: a stored row is returned as it is; otherwise the trial runs in a
@@ -143,6 +174,11 @@ def list_tasks(payload: dict) -> dict:
     """The task ids of a category or domain (and split), in the benchmark's order; `taskIds` picks
     some (each must exist), `limit` keeps the first ones."""
     spec = _parse(ListTasksInput, payload)
+    with _heartbeating("list"):
+        return _list_tasks(spec)
+
+
+def _list_tasks(spec: ListTasksInput) -> dict:
     environment.prepare()
     try:
         if spec.benchmark == "bfcl":
@@ -170,10 +206,11 @@ def summarize(payload: dict) -> dict:
     """The run's metrics from its stored trials (metrics.py), and the paired comparison with
     `compareWith` when given."""
     spec = _parse(SummarizeInput, payload)
-    with store.connect() as conn:
-        rows = store.rows_of(conn, spec.evaluation_id)
-        other = store.rows_of(conn, spec.compare_with) if spec.compare_with else None
-    return metrics.summarize(rows, other, spec)
+    with _heartbeating("summarize"):
+        with store.connect() as conn:
+            rows = store.rows_of(conn, spec.evaluation_id)
+            other = store.rows_of(conn, spec.compare_with) if spec.compare_with else None
+        return metrics.summarize(rows, other, spec)
 
 
 ACTIVITIES = [run_trial, list_tasks, summarize]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import time
 from datetime import timedelta
 
 import psycopg
@@ -100,3 +101,27 @@ def test_list_tasks_and_summarize(database_url):
     assert some["taskIds"] == ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_2"]
     summary = activity_env([]).run(summarize, {"evaluationId": "once"})
     assert summary["trials"] == 1 and summary["groups"][0]["avgAtK"] == 1.0
+
+
+def test_a_listing_and_a_summary_heartbeat_while_they_run(database_url, monkeypatch):
+    """A killed worker must be noticed within the heartbeat timeout, whatever activity it was running:
+    a listing (or a summary) heartbeats at once and then every third of the timeout until it ends."""
+    import mockworld_eval.activities as activities
+
+    heartbeats: list = []
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, heartbeat_timeout=timedelta(seconds=1.5))
+    env.on_heartbeat = lambda *details: heartbeats.append(details)
+    real = activities._list_tasks
+
+    def slow(spec):
+        time.sleep(2.2)  # a slow first import of the benchmark's code
+        return real(spec)
+
+    monkeypatch.setattr(activities, "_list_tasks", slow)
+    listed = env.run(list_tasks, {"benchmark": "bfcl", "group": CATEGORY, "limit": 1})
+    assert listed["taskIds"] == ["multi_turn_base_0"]
+    assert len(heartbeats) >= 4  # one at the start, then every 0.5 s while it slept
+    beats = len(heartbeats)
+    env.run(summarize, {"evaluationId": "once"})
+    assert len(heartbeats) > beats
