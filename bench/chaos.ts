@@ -3,21 +3,28 @@
  * db file, own PostgreSQL instance, scripted model servers with 20% random faults, two CPU worker
  * processes calling them through a model gateway, the Python trainer worker and policy server)
  * while CPU workers, the trainer and the gateway are SIGKILLed, the Temporal server is crashed and
- * restarted, PostgreSQL is restarted, a model server answers in 5–20 s for a minute or two, and the
- * checkpoint directory's disk fills up, each at seeded random points. Then audits the database,
- * histories and checkpoints and prints what was lost, duplicated, applied twice or paid twice, and
- * how long each kind of fault took to recover.
+ * restarted, PostgreSQL is restarted, a model server answers in 5–20 s for a minute or two, the
+ * checkpoint directory's disk fills up, the evaluation worker is SIGKILLed under Evaluation runs
+ * and a rank of the trainer (then a torchrun group of 2 CPU ranks) is SIGKILLed, each at seeded
+ * random points. Then audits the database, histories and checkpoints and prints what was lost,
+ * duplicated, applied twice or paid twice, and how long each kind of fault took to recover.
  *
- * Run: `npx tsx bench/chaos.ts` (about 15–25 min at the defaults on 2 cores). Prints Markdown
- * tables and writes bench/results/chaos.json. Knobs (environment):
- *   CHAOS_FAULTS_PER_KIND (10)      faults of each kind (a)–(d), (f)–(h)
+ * Run: `npx tsx bench/chaos.ts` (about 20–30 min at the defaults on 2 cores). Prints Markdown
+ * tables and writes bench/results/chaos.json. A run of some kinds only (CHAOS_KINDS) writes
+ * bench/results/chaos-partial.json instead and prints, after its own tables, those of the last
+ * run of every kind (bench/results/chaos.json, with its date and kinds): the README keeps the
+ * figures of the kinds it did not run, labelled as an earlier run's. Knobs (environment):
+ *   CHAOS_FAULTS_PER_KIND (10)      faults of each kind (a)–(d), (f)–(j)
  *   CHAOS_SEED (1)                  seeds the fault schedule, the victims and the model faults
  *   CHAOS_KINDS (all)               comma list of cpu-worker-kill, trainer-kill, temporal-restart, postgres-restart,
- *                                   gateway-kill, slow-model, checkpoint-disk-full
+ *                                   gateway-kill, slow-model, checkpoint-disk-full, evaluation-worker-kill,
+ *                                   trainer-rank-kill
  *   CHAOS_MEAN_GAP_S (30)           mean seconds between two faults of one kind (kinds overlap)
  *   CHAOS_MODEL_FAULT_PROBABILITY (0.2), CHAOS_MODEL_FAULT_KINDS (rate-limit,server-error,hang,truncated-body,malformed-body)
  *   CHAOS_SYNTHESIS_TASKS (20), CHAOS_GRPO_ITERATIONS (3), CHAOS_GRPO_TASKS (2), CHAOS_GRPO_ROLLOUTS (4)
  *   CHAOS_TRAINER_IN_STEP_KILLS (2) trainer kills that wait for a trainer step to be running
+ *   CHAOS_RANK_IN_STEP_KILLS (5)    (j): rank kills that wait for a trainer step to be running
+ *   CHAOS_EVAL_BFCL_TASKS (4), CHAOS_EVAL_TAU2_TASKS (2)  (i): trials of each Evaluation run
  *   CHAOS_PG_MODE (fast)            how (d) stops the harness's own postmaster: fast (SIGINT) or immediate (SIGQUIT)
  *   CHAOS_SLOW_WINDOW_S (60,120)    (g): a slow window lasts between these many seconds
  *   CHAOS_SLOW_LATENCY_S (5,20)     (g): each request in it waits between these many seconds
@@ -30,12 +37,13 @@
  * where mounting is refused). Everything started here is stopped and removed at the end, on
  * failure and on SIGINT/SIGTERM.
  */
-import { writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FaultKind } from '../testkit/model-server.js';
 import { createChaos, DEFAULT_OPTIONS, FAULT_KINDS, type ChaosFaultKind } from '../testkit/chaos/harness.js';
-import { markdown, totals } from '../testkit/chaos/report.js';
+import type { ChaosResult } from '../testkit/chaos/harness.js';
+import { KIND_LETTER, markdown, totals } from '../testkit/chaos/report.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -71,6 +79,7 @@ const chaos = createChaos({
   kinds,
   meanGapMs: num('CHAOS_MEAN_GAP_S', DEFAULT_OPTIONS.meanGapMs / 1000) * 1000,
   trainerInStepKills: num('CHAOS_TRAINER_IN_STEP_KILLS', DEFAULT_OPTIONS.trainerInStepKills),
+  rankInStepKills: num('CHAOS_RANK_IN_STEP_KILLS', DEFAULT_OPTIONS.rankInStepKills),
   modelFaults: {
     probability: num('CHAOS_MODEL_FAULT_PROBABILITY', DEFAULT_OPTIONS.modelFaults.probability),
     kinds: list<FaultKind>('CHAOS_MODEL_FAULT_KINDS', DEFAULT_OPTIONS.modelFaults.kinds),
@@ -81,6 +90,8 @@ const chaos = createChaos({
     grpoIterations: num('CHAOS_GRPO_ITERATIONS', DEFAULT_OPTIONS.workload.grpoIterations),
     grpoTasks: num('CHAOS_GRPO_TASKS', DEFAULT_OPTIONS.workload.grpoTasks),
     grpoRollouts: num('CHAOS_GRPO_ROLLOUTS', DEFAULT_OPTIONS.workload.grpoRollouts),
+    evaluationBfclTasks: num('CHAOS_EVAL_BFCL_TASKS', DEFAULT_OPTIONS.workload.evaluationBfclTasks),
+    evaluationTau2Tasks: num('CHAOS_EVAL_TAU2_TASKS', DEFAULT_OPTIONS.workload.evaluationTau2Tasks),
   },
   postgresMode: process.env.CHAOS_PG_MODE === 'immediate' ? 'immediate' : 'fast',
   modelGateway: process.env.CHAOS_MODEL_GATEWAY !== '0',
@@ -124,11 +135,37 @@ const command = [
   'npx tsx bench/chaos.ts',
 ].join(' ');
 
+const letters = (ks: readonly ChaosFaultKind[]) => ks.map((k) => `(${KIND_LETTER[k]}) ${k}`).join(', ');
+
 try {
   const result = await chaos.run();
-  const table = markdown(result);
-  console.log(table);
-  const out = path.join(HERE, 'results', 'chaos.json');
+  const everyKind = FAULT_KINDS.every((k) => kinds.includes(k));
+  const full = path.join(HERE, 'results', 'chaos.json');
+  const out = everyKind ? full : path.join(HERE, 'results', 'chaos-partial.json');
+  if (everyKind) console.log(markdown(result));
+  else {
+    // Some kinds only: this run's tables, then the last run of every kind's, labelled as such, so
+    // that the README (bench/run-all.ts copies these tables) keeps the figures of the other kinds.
+    const earlier = (await readFile(full, 'utf8').then(JSON.parse, () => undefined)) as
+      (ChaosResult & { command?: string }) | undefined;
+    console.log(
+      `> This run injected only ${letters(kinds)}: \`${command}\`, ${result.startedAt.slice(0, 10)}. ` +
+        (earlier
+          ? `The tables after its own are an earlier run's (\`${earlier.command ?? 'npx tsx bench/chaos.ts'}\`, ` +
+            `${earlier.startedAt.slice(0, 10)}, kinds ${letters(earlier.options.kinds)}), kept for the kinds this run did not inject.`
+          : 'No earlier run of the other kinds is recorded (bench/results/chaos.json).'),
+    );
+    console.log('');
+    console.log(markdown(result));
+    if (earlier) {
+      console.log('');
+      console.log(
+        `> Earlier run, ${earlier.startedAt.slice(0, 10)} (bench/results/chaos.json), kinds ${letters(earlier.options.kinds)}:`,
+      );
+      console.log('');
+      console.log(markdown(earlier));
+    }
+  }
   await mkdir(path.dirname(out), { recursive: true });
   await writeFile(out, `${JSON.stringify({ command, totals: totals(result), ...result }, null, 2)}\n`);
   log(`wrote ${path.relative(process.cwd(), out)}`);

@@ -28,7 +28,7 @@ import { FIXTURE_SYNTHESIS_RUN } from './workload.js';
 
 /** A run the workload started, and how it ended. */
 export interface RunRecord {
-  readonly kind: 'Synthesis' | 'GrpoTraining';
+  readonly kind: 'Synthesis' | 'GrpoTraining' | 'Evaluation';
   readonly workflowId: string;
   readonly round: number;
   readonly startedAt: number;
@@ -49,7 +49,7 @@ export interface RunAudit {
   readonly workflowId: string;
   readonly kind: RunRecord['kind'];
   readonly status: string;
-  /** Synthesis tasks, or GRPO rollouts (iteration x task x sample). */
+  /** Synthesis tasks, GRPO rollouts (iteration x task x sample), or evaluation trials. */
   readonly items: number;
   readonly lost: Finding[];
   readonly duplicated: Finding[];
@@ -300,13 +300,15 @@ async function stepRecords(checkpoints: string, runId: string): Promise<StepReco
 }
 
 /**
- * Replays the recorded steps of every run in `runIds` in one Python process (torch loads once) and
- * returns, per run, what it found.
+ * Replays the recorded steps of every run in `runIds` in one Python process (torch loads once), or
+ * in one torchrun group of `ranks` when the run's trainer was a group, and returns, per run, what
+ * it found.
  */
 export async function replayRuns(
   checkpoints: string,
   runIds: readonly string[],
   env: Record<string, string>,
+  ranks = 1,
 ): Promise<Map<string, Replay>> {
   const runs: Array<[string, number]> = [];
   const out = new Map<string, Replay>();
@@ -317,7 +319,7 @@ export async function replayRuns(
   }
   if (runs.length === 0) return out;
   try {
-    const found = await replayRecordedSteps(checkpoints, runs, env);
+    const found = await replayRecordedSteps(checkpoints, runs, env, ranks);
     for (const [runId] of runs) out.set(runId, found[runId] ?? { error: 'not replayed' });
   } catch (error) {
     for (const [runId] of runs) out.set(runId, { error: (error as Error).message.slice(0, 500) });

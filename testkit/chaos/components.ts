@@ -119,7 +119,9 @@ export interface ProcessLife {
 /**
  * A process the harness keeps alive like a node supervisor would: killed on purpose by a fault, it
  * is started again at once; exiting by itself (e.g. a worker started while Temporal was down), it
- * is recorded as an unplanned exit and started again after a second.
+ * is recorded as an unplanned exit and started again after a second. With `tree`, a kill takes
+ * every descendant with it, as a node failure would: torchrun's ranks (each in a session of its
+ * own, out of reach of a process-group signal) and the evaluation worker's trial processes.
  */
 export class Supervised {
   private current: Started | undefined;
@@ -131,6 +133,7 @@ export class Supervised {
     readonly name: string,
     private readonly launch: () => Started,
     private readonly log: (line: string) => void,
+    private readonly options: { readonly tree?: boolean } = {},
   ) {}
 
   get pid(): number | undefined {
@@ -182,7 +185,8 @@ export class Supervised {
     this.killing = true;
     try {
       const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
+      if (this.options.tree && child.pid !== undefined) await killTree(child.pid);
+      else child.kill('SIGKILL');
       await gone;
     } finally {
       this.killing = false;
@@ -193,6 +197,64 @@ export class Supervised {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.kill();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process trees (Linux /proc)
+
+/** The child pids of `pid` (every thread's), empty when it is gone or off Linux. */
+export async function childrenOf(pid: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  const out = new Set<number>();
+  for (const tid of tasks) {
+    const text = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
+    for (const word of text.split(/\s+/)) if (word) out.add(Number(word));
+  }
+  return [...out];
+}
+
+/** Every descendant of `pid`, children before grandchildren. */
+export async function descendantsOf(pid: number): Promise<number[]> {
+  const out: number[] = [];
+  let level = await childrenOf(pid);
+  while (level.length > 0) {
+    out.push(...level);
+    level = (await Promise.all(level.map(childrenOf))).flat();
+  }
+  return out;
+}
+
+/** The environment process `pid` was started with (readable for the harness's own processes). */
+export async function environOf(pid: number): Promise<Record<string, string> | undefined> {
+  const text = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  return Object.fromEntries(
+    text
+      .split('\0')
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
+/**
+ * SIGKILLs `pid` and every descendant: stopped first, so that it starts no new child between the
+ * listing and the kill (torchrun restarting its ranks), then all at once, with the process group
+ * `pid` leads if it leads one (started detached: what its children fork meanwhile is in it).
+ */
+export async function killTree(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGSTOP');
+  } catch {
+    return; // gone
+  }
+  const tree = await descendantsOf(pid);
+  for (const target of [pid, -pid, ...tree]) {
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch {
+      // gone already (or no such group)
+    }
   }
 }
 

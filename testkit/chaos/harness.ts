@@ -14,6 +14,14 @@
  *   (g) slow-model            a model server answers after 5–20 s for minutes (slow-model.ts)
  *   (h) checkpoint-disk-full  the checkpoint directory's own small filesystem is full for a while
  *                             (checkpoint-disk.ts)
+ *   (i) evaluation-worker-kill  SIGKILL the Python evaluation worker and its trial processes while an
+ *                             Evaluation run goes on, start a new one (evaluation.ts)
+ *   (j) trainer-rank-kill     SIGKILL a non-zero rank of the trainer, a torchrun group of 2 CPU ranks
+ *                             with this kind; torchrun restarts the group (trainer-rank.ts)
+ *
+ * With (i) the workload has Evaluation runs as well (BFCL and tau2 trials through the benchmarks'
+ * official code against a ground-truth replay); with (j) the trainer is a torchrun group, and (b)
+ * kills the whole group (torchrun and its ranks: a node failure).
  *
  * Afterwards it audits PostgreSQL, the histories, the checkpoints and the model servers' counts
  * (audit.ts). Used by `bench/chaos.ts` (full size) and `test/integration/chaos.test.ts` (CI size).
@@ -21,10 +29,11 @@
  * Nothing of the machine's is stopped, restarted or filled: not its PostgreSQL cluster, not the
  * default stack (~/.mockworld, port 7233, the `mockworld` database), not a shared disk.
  *
- * Over 400 lines (about 1,000) on purpose, for now: it is the run's one timeline (start the stack,
+ * Over 400 lines (about 1,200) on purpose, for now: it is the run's one timeline (start the stack,
  * schedule faults, watch recovery, stop everything in order) and most of it is that sequence.
- * Each fault kind's injector and the audit are modules of their own; the next split would move
- * the stack's start/stop (components.ts holds the processes) out of the timeline.
+ * The newer kinds' injectors and audits are modules of their own (the older kinds' injectors are
+ * still inline); the next split would move (a)–(d)'s injectors and the stack's start/stop
+ * (components.ts holds the processes) out of the timeline.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -61,6 +70,17 @@ import {
 } from './audit.js';
 import { diskFullInjector, mountSmallDisk, type SmallDisk } from './checkpoint-disk.js';
 import {
+  auditEvaluation,
+  evaluationCalls,
+  evaluationKillInjector,
+  evaluationWorkload,
+  launchEvalWorker,
+  startEvaluationModels,
+  type EvalKill,
+  type EvalModels,
+  type EvaluationCalls,
+} from './evaluation.js';
+import {
   launchModelGateway,
   postgresAnswers,
   sleep,
@@ -71,9 +91,16 @@ import {
   type ProcessLife,
 } from './components.js';
 import { gatewayKillInjector } from './gateway-kill.js';
-import { TemporalObserver, type ActivityRetry, type PendingActivity } from './observe.js';
+import { activitiesResumed, TemporalObserver, type ActivityRetry, type PendingActivity } from './observe.js';
 import { explainRetry } from './retries.js';
 import { slowModelInjector, type SlowModelOptions, type SlowWindow } from './slow-model.js';
+import {
+  GROUP_RANKS,
+  groupRanks,
+  launchTrainerGroup,
+  rankKillInjector,
+  rankZeroPid,
+} from './trainer-rank.js';
 import {
   FAULT_KINDS,
   type ChaosFaultKind,
@@ -81,7 +108,13 @@ import {
   type FaultRecord,
   type Injector,
 } from './types.js';
-import { FIXTURE_SYNTHESIS_RUN, grpoSpec, synthesisSpec, type WorkloadOptions } from './workload.js';
+import {
+  evaluationSpec,
+  FIXTURE_SYNTHESIS_RUN,
+  grpoSpec,
+  synthesisSpec,
+  type WorkloadOptions,
+} from './workload.js';
 
 export { FAULT_KINDS, type ChaosFaultKind, type FaultRecord } from './types.js';
 
@@ -95,8 +128,10 @@ export const DEFAULT_MODEL_FAULTS: readonly FaultKind[] = [
 ];
 
 export interface ChaosOptions {
-  /** Faults of each kind (a)–(d), (f)–(h) to inject. */
+  /** Faults of each kind (a)–(d), (f)–(j) to inject. */
   readonly faultsPerKind: number;
+  /** Per kind, another count than `faultsPerKind`. */
+  readonly faultsOfKind?: Partial<Record<ChaosFaultKind, number>>;
   readonly seed: number;
   readonly kinds: readonly ChaosFaultKind[];
   /** Mean time between two faults of one kind (each gap uniform in 0.5–1.5 x this). */
@@ -112,6 +147,15 @@ export interface ChaosOptions {
    * running, the first full run spent 10 of its step's 10 attempts. Default on for that reason.
    */
   readonly trainerKillsAvoidSteps: boolean;
+  /** Of the rank kills (j), how many (the first ones) wait up to 60 s for a trainer step to be running. */
+  readonly rankInStepKills: number;
+  /**
+   * The trainer as a torchrun group of 2 CPU ranks (trainer-rank.ts) instead of one process;
+   * 'auto': when the kinds include trainer-rank-kill.
+   */
+  readonly trainerGroup: boolean | 'auto';
+  /** Evaluation runs in the workload (evaluation.ts); 'auto': when the kinds include evaluation-worker-kill. */
+  readonly evaluationRuns: boolean | 'auto';
   /** Chance that a model request gets a fault, and the kinds drawn. */
   readonly modelFaults: { readonly probability: number; readonly kinds: readonly FaultKind[] };
   readonly workload: WorkloadOptions;
@@ -155,6 +199,9 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'log'> = {
   warmupMs: 10_000,
   trainerInStepKills: 2,
   trainerKillsAvoidSteps: true,
+  rankInStepKills: 5,
+  trainerGroup: 'auto',
+  evaluationRuns: 'auto',
   modelFaults: { probability: 0.2, kinds: DEFAULT_MODEL_FAULTS },
   workload: {
     synthesisTasks: 20,
@@ -163,6 +210,9 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'log'> = {
     grpoIterations: 3,
     grpoTasks: 2,
     grpoRollouts: 4,
+    evaluationBfclTasks: 4,
+    evaluationTau2Tasks: 2,
+    evaluationLatencyMs: 300,
   },
   keepRunsGoing: true,
   maxRounds: 12,
@@ -211,6 +261,16 @@ export interface ChaosResult {
     signal: string | null;
     stderrTail: string;
   }>;
+  /** The trainer: one process, or a torchrun group of `ranks` and the restarts torchrun made of it. */
+  readonly trainer: {
+    readonly ranks: number;
+    /** Group restarts seen (torchrun's restart count, over every torchrun the supervisor started). */
+    readonly groupRestarts?: number;
+    /** Of them, those no rank kill (j) came just before (within 60 s). */
+    readonly groupRestartsUnexplained?: Array<{ atS: number; restart: number }>;
+  };
+  /** (i): the Evaluation runs' model calls, and those a kill made the replay server answer again. */
+  readonly evaluation?: EvaluationCalls;
 }
 
 /** A harness instance: `run()` once; `cleanup()` (idempotent) stops and removes everything it started. */
@@ -266,7 +326,7 @@ export function createChaos(options: ChaosOptions): Chaos {
       const skipped: ChaosResult['skipped'] = [];
       // (h) fills a filesystem of the harness's own on the checkpoint directory, never a shared one.
       let disk: SmallDisk | undefined;
-      if (options.kinds.includes('checkpoint-disk-full') && options.faultsPerKind > 0) {
+      if (options.kinds.includes('checkpoint-disk-full') && faultsOf(options, 'checkpoint-disk-full') > 0) {
         const mounted = await mountSmallDisk(checkpoints, options.checkpointDisk.sizeMb);
         if ('reason' in mounted) {
           log(`(h) checkpoint-disk-full skipped: ${mounted.reason}`);
@@ -363,11 +423,39 @@ export function createChaos(options: ChaosOptions): Chaos {
       });
       defer('policy proxy', () => proxy.close());
 
-      const trainer = new Supervised(
-        'trainer worker',
-        () => startPython('mockworld_trainer.worker', [], env, /trainer worker:/),
-        log,
+      // (j) needs ranks to kill: the trainer is then a torchrun group, killed whole by (b) (a node failure).
+      const groupMode =
+        options.trainerGroup === 'auto' ? options.kinds.includes('trainer-rank-kill') : options.trainerGroup;
+      const trainer = groupMode
+        ? new Supervised('trainer group (torchrun)', () => launchTrainerGroup(env), log, { tree: true })
+        : new Supervised(
+            'trainer worker',
+            () => startPython('mockworld_trainer.worker', [], env, /trainer worker:/),
+            log,
+          );
+      /** The trainer process that polls (rank 0 of the group): its pid is the worker's identity. */
+      const trainerPid = async () => (groupMode ? rankZeroPid(trainer.pid) : trainer.pid);
+
+      // (i) needs an evaluation worker to kill, and Evaluation runs for it to serve.
+      const evaluationMode =
+        options.evaluationRuns === 'auto'
+          ? options.kinds.includes('evaluation-worker-kill')
+          : options.evaluationRuns;
+      const evalWorkload = evaluationWorkload(
+        options.workload.evaluationBfclTasks,
+        options.workload.evaluationTau2Tasks,
       );
+      const evalQueue = 'chaos-eval';
+      let evalModels: EvalModels | undefined;
+      let evalWorker: Supervised | undefined;
+      if (evaluationMode) {
+        evalModels = await startEvaluationModels(evalWorkload, options.workload.evaluationLatencyMs);
+        defer('evaluation model server', () => evalModels!.server.close());
+        const evalEnv = { ...env, MOCKWORLD_EVAL_TASK_QUEUE: evalQueue, MOCKWORLD_EVAL_CONCURRENCY: '2' };
+        evalWorker = new Supervised('evaluation worker', () => launchEvalWorker(evalEnv), log, {
+          tree: true,
+        });
+      }
       const workers = Array.from(
         { length: options.cpuWorkers },
         (_, i) =>
@@ -380,29 +468,56 @@ export function createChaos(options: ChaosOptions): Chaos {
             log,
           ),
       );
-      supervised.push(trainer, ...workers);
+      supervised.push(trainer, ...workers, ...(evalWorker ? [evalWorker] : []));
       defer('worker processes', async () => {
         await Promise.all(supervised.map((s) => s.stop()));
       });
       trainer.start();
       for (const w of workers) w.start();
+      evalWorker?.start();
       /** Pids of worker processes seen polling their task queue: ready to serve, and to be killed. */
       const ready = new Set<number>();
-      const polling = (s: Supervised, queue: string) => async () => {
-        const pid = s.pid;
+      const polling = (pidOf: () => Promise<number | undefined>, queue: string) => async () => {
+        const pid = await pidOf();
         if (pid === undefined) return false;
         if (!ready.has(pid) && (await observer.polling(queue, workerIdentity(pid), 'activity')))
           ready.add(pid);
         return ready.has(pid);
       };
+      const pidOf = (s: Supervised) => async () => s.pid;
       await until(async () => {
         const all = await Promise.all([
-          polling(trainer, env.MOCKWORLD_GPU_TASK_QUEUE!)(),
-          ...workers.map((w) => polling(w, env.MOCKWORLD_TASK_QUEUE!)()),
+          polling(trainerPid, env.MOCKWORLD_GPU_TASK_QUEUE!)(),
+          ...workers.map((w) => polling(pidOf(w), env.MOCKWORLD_TASK_QUEUE!)()),
+          ...(evalWorker ? [polling(pidOf(evalWorker), evalQueue)()] : []),
         ]);
         return all.every(Boolean);
-      }, 180_000);
-      log(`${workers.length} CPU workers and the trainer worker are polling; policy server at ${policyUrl}`);
+      }, 240_000);
+      log(
+        `${workers.length} CPU workers, the trainer ${groupMode ? `group (${GROUP_RANKS} ranks under torchrun)` : 'worker'}` +
+          `${evalWorker ? ' and the evaluation worker' : ''} are polling; policy server at ${policyUrl}`,
+      );
+
+      /**
+       * Every restart torchrun makes of the group (its restart count going up, per torchrun the
+       * supervisor started), sampled each second: those no rank kill explains are a finding.
+       */
+      const groupRestarts: Array<{ atS: number; torchrun: number; restart: number }> = [];
+      if (groupMode) {
+        const seen = new Map<number, number>();
+        const sampler = setInterval(() => {
+          const pid = trainer.pid;
+          if (pid === undefined || stopping) return;
+          void groupRanks(pid).then((ranks) => {
+            const restart = Math.max(-1, ...ranks.map((r) => r.restart));
+            if (restart < 0) return;
+            for (let n = (seen.get(pid) ?? 0) + 1; n <= restart; n++)
+              groupRestarts.push({ atS: seconds(Date.now()), torchrun: pid, restart: n });
+            seen.set(pid, Math.max(seen.get(pid) ?? 0, restart));
+          });
+        }, 1_000);
+        defer('group restart sampler', async () => clearInterval(sampler));
+      }
 
       // ---------------------------------------------------------------------------------------
       // The workload: a synthesis run and a GRPO run at once; another of a kind when one ends early.
@@ -417,19 +532,22 @@ export function createChaos(options: ChaosOptions): Chaos {
       const stamp = Date.now().toString(36);
 
       const startRun = async (kind: RunRecord['kind'], round: number): Promise<RunRecord> => {
-        const workflowId = `chaos-${kind === 'Synthesis' ? 'synthesis' : 'grpo'}-${stamp}-r${round}`;
+        const name = { Synthesis: 'synthesis', GrpoTraining: 'grpo', Evaluation: 'evaluation' }[kind];
+        const workflowId = `chaos-${name}-${stamp}-r${round}`;
         const spec =
           kind === 'Synthesis'
             ? synthesisSpec(options.workload, personas, servers.synthesis!.url, round, modelTimeoutMs)
-            : grpoSpec(
-                options.workload,
-                workflowId,
-                servers.grpo!.url,
-                proxy.url,
-                env.MOCKWORLD_GPU_TASK_QUEUE!,
-                round,
-                modelTimeoutMs,
-              );
+            : kind === 'Evaluation'
+              ? evaluationSpec(evalWorkload, evalModels!.server.url, evalQueue, round)
+              : grpoSpec(
+                  options.workload,
+                  workflowId,
+                  servers.grpo!.url,
+                  proxy.url,
+                  env.MOCKWORLD_GPU_TASK_QUEUE!,
+                  round,
+                  modelTimeoutMs,
+                );
         await until(async () => {
           try {
             await observer.deadline(10_000, () =>
@@ -492,13 +610,18 @@ export function createChaos(options: ChaosOptions): Chaos {
         }
       };
       runsStartedAt = Date.now();
-      const chains = Promise.all([chain('Synthesis'), chain('GrpoTraining')]);
+      const chains = Promise.all([
+        chain('Synthesis'),
+        chain('GrpoTraining'),
+        ...(evaluationMode ? [chain('Evaluation')] : []),
+      ]);
       chains.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
 
       // ---------------------------------------------------------------------------------------
       // The faults.
       const faults: FaultRecord[] = [];
       const kills: KillRecord[] = [];
+      const evalKills: EvalKill[] = [];
       const slowWindows: SlowWindow[] = [];
       const watches: Promise<void>[] = [];
       const monitors = {
@@ -542,15 +665,26 @@ export function createChaos(options: ChaosOptions): Chaos {
           );
       };
 
-      const waitPolling = async (queue: string, pid: number | undefined, at: number, record: FaultRecord) => {
+      /** When the process `pid` (or the one `pid()` names once it exists: a new group's rank 0) polls `queue`. */
+      const waitPolling = async (
+        queue: string,
+        pid: number | undefined | (() => Promise<number | undefined>),
+        at: number,
+        record: FaultRecord,
+      ) => {
         if (pid === undefined) return undefined;
         try {
-          await until(
-            () => observer.polling(queue, workerIdentity(pid), 'activity'),
+          const polled = await until(
+            async () => {
+              const p = typeof pid === 'number' ? pid : await pid();
+              return p !== undefined && (await observer.polling(queue, workerIdentity(p), 'activity'))
+                ? p
+                : undefined;
+            },
             options.recoveryTimeoutMs,
             250,
           );
-          ready.add(pid);
+          ready.add(polled);
           const now = Date.now();
           record.backMs = now - at;
           return now;
@@ -615,9 +749,10 @@ export function createChaos(options: ChaosOptions): Chaos {
         },
 
         'trainer-kill': async (seq, random) => {
-          if (trainer.pid === undefined || !ready.has(trainer.pid)) return 'later';
+          const servingAtStart = await trainerPid();
+          if (servingAtStart === undefined || !ready.has(servingAtStart)) return 'later';
           void random;
-          const stepRunning = () => trainerStepRunning(trainer.pid);
+          const stepRunning = async () => trainerStepRunning(await trainerPid());
           const wantStep = seq <= options.trainerInStepKills;
           if (wantStep || options.trainerKillsAvoidSteps) {
             // Wait (bounded) for a step to be running (or for none to be), so the kill lands where asked.
@@ -626,23 +761,32 @@ export function createChaos(options: ChaosOptions): Chaos {
           }
           const inStep = (await stepRunning()) === true;
           const pid = trainer.pid;
-          if (pid === undefined) return 'later';
-          const identity = workerIdentity(pid);
+          const serving = await trainerPid();
+          if (pid === undefined || serving === undefined) return 'later';
+          const identity = workerIdentity(serving);
           const views = temporal.up ? await observer.snapshot(3_000) : undefined;
           const before = views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
           const at = Date.now();
+          // In a group: torchrun and every rank at once (a node failure); the supervisor starts a new torchrun.
           const { next } = await trainer.killAndRestart();
           const record: FaultRecord = {
             kind: 'trainer-kill',
             seq,
             atS: seconds(at),
-            detail: `pid ${pid}${inStep ? ', inside a trainer step' : ''} (${before?.length ?? '?'} activities running on it)`,
+            detail:
+              `${groupMode ? `torchrun pid ${pid} with its ${GROUP_RANKS} ranks (rank 0 pid ${serving})` : `pid ${pid}`}` +
+              `${inStep ? ', inside a trainer step' : ''} (${before?.length ?? '?'} activities running on it)`,
             runsInProgress: runsInProgress(),
             notes: [],
           };
           faults.push(record);
           log(`fault (b) #${seq}: SIGKILL trainer ${record.detail}`);
-          const back = waitPolling(env.MOCKWORLD_GPU_TASK_QUEUE!, next.child.pid, at, record);
+          const back = waitPolling(
+            env.MOCKWORLD_GPU_TASK_QUEUE!,
+            groupMode ? () => rankZeroPid(next.child.pid) : next.child.pid,
+            at,
+            record,
+          );
           monitors.push(watchActivities(record, at, identity, before, back));
           await back;
           return 'done';
@@ -727,7 +871,8 @@ export function createChaos(options: ChaosOptions): Chaos {
               disk,
               options.checkpointDisk,
               async () => {
-                const identity = trainer.pid === undefined ? '' : workerIdentity(trainer.pid);
+                const serving = await trainerPid();
+                const identity = serving === undefined ? '' : workerIdentity(serving);
                 const views = temporal.up ? await observer.snapshot(3_000) : undefined;
                 const running = views
                   ?.flatMap((v) => v.pending)
@@ -741,16 +886,44 @@ export function createChaos(options: ChaosOptions): Chaos {
               },
             )
           : async () => 'later',
+
+        'evaluation-worker-kill': evalWorker
+          ? evaluationKillInjector(context, {
+              observer,
+              worker: evalWorker,
+              queue: evalQueue,
+              ready,
+              kills: evalKills,
+              recoveryTimeoutMs: options.recoveryTimeoutMs,
+              temporalUp: () => temporal.up,
+              evaluationRunning: () => runs.some((r) => r.kind === 'Evaluation' && r.status === undefined),
+            })
+          : async () => 'later',
+
+        'trainer-rank-kill': groupMode
+          ? rankKillInjector(context, {
+              observer,
+              group: trainer,
+              queue: env.MOCKWORLD_GPU_TASK_QUEUE!,
+              ready,
+              inStepKills: options.rankInStepKills,
+              recoveryTimeoutMs: options.recoveryTimeoutMs,
+              temporalUp: () => temporal.up,
+            })
+          : async () => 'later',
       };
-      // Kinds that cannot run here (no filesystem of our own to fill; no gateway) are not scheduled.
-      const schedulable = options.kinds.filter(
-        (k) => !(k === 'checkpoint-disk-full' && !disk) && !(k === 'gateway-kill' && !gateway),
-      );
-      if (options.kinds.includes('gateway-kill') && !gateway)
-        skipped.push({
-          kind: 'gateway-kill',
-          reason: 'the CPU workers call the models directly (no gateway)',
-        });
+      // Kinds that cannot run here (no filesystem of our own to fill; no gateway; no evaluation
+      // worker or trainer group, set off by hand) are not scheduled.
+      const unable: Partial<Record<ChaosFaultKind, string>> = {
+        ...(disk ? {} : { 'checkpoint-disk-full': 'no filesystem of its own to fill' }),
+        ...(gateway ? {} : { 'gateway-kill': 'the CPU workers call the models directly (no gateway)' }),
+        ...(evalWorker ? {} : { 'evaluation-worker-kill': 'no Evaluation runs (evaluationRuns: false)' }),
+        ...(groupMode ? {} : { 'trainer-rank-kill': 'the trainer is one process (trainerGroup: false)' }),
+      };
+      const schedulable = options.kinds.filter((k) => !unable[k] && faultsOf(options, k) > 0);
+      for (const kind of options.kinds)
+        if (unable[kind] && faultsOf(options, kind) > 0 && !skipped.some((x) => x.kind === kind))
+          skipped.push({ kind, reason: unable[kind]! });
 
       await schedule({ ...options, kinds: schedulable }, injectors, () => stopping, log);
       scheduleDone = true;
@@ -769,11 +942,18 @@ export function createChaos(options: ChaosOptions): Chaos {
         checkpoints,
         runs.filter((r) => r.kind === 'GrpoTraining').map((r) => r.workflowId),
         env,
+        // A group's steps are replayed by a group of the same size: bit-identical to each other,
+        // not to one process (FSDP's reduce-scatter sums in another order).
+        groupMode ? GROUP_RANKS : 1,
       );
       log(
         `replayed the trainer steps of ${replays.size} GRPO runs in ${((Date.now() - auditStarted) / 1000).toFixed(0)} s`,
       );
       for (const record of runs) {
+        if (record.kind === 'Evaluation') {
+          audits.push(await auditEvaluation(db.url, record, evalWorkload, evalModels!.calls));
+          continue;
+        }
         audits.push(
           record.kind === 'Synthesis'
             ? await auditSynthesis(
@@ -830,9 +1010,13 @@ export function createChaos(options: ChaosOptions): Chaos {
         return [] as ActivityRetry[];
       });
       const activityRetries = retries.map((r) => {
-        const kind = r.type.startsWith('trainer.') ? 'trainer-kill' : 'cpu-worker-kill';
+        const killKinds: ChaosFaultKind[] = r.type.startsWith('trainer.')
+          ? ['trainer-kill', 'trainer-rank-kill']
+          : r.type.startsWith('eval.')
+            ? ['evaluation-worker-kill']
+            : ['cpu-worker-kill'];
         const atS = seconds(r.startedAt);
-        const afterKill = faults.some((f) => f.kind === kind && f.atS <= atS && atS - f.atS <= 90);
+        const afterKill = faults.some((f) => killKinds.includes(f.kind) && f.atS <= atS && atS - f.atS <= 90);
         const explainedBy = explainRetry({ ...r, atS }, faults);
         const inSlowWindow = slowWindows.some(
           (w) => r.startedAt >= w.from && r.startedAt <= (w.to ?? Number.POSITIVE_INFINITY) + 60_000,
@@ -853,6 +1037,14 @@ export function createChaos(options: ChaosOptions): Chaos {
           };
         }),
       );
+      const evaluation = evalModels
+        ? await evaluationCalls(
+            db.url,
+            runs.filter((r) => r.kind === 'Evaluation'),
+            evalModels.calls,
+            evalKills,
+          )
+        : undefined;
       const { log: _log, ...recorded } = options;
       return {
         options: recorded,
@@ -886,6 +1078,21 @@ export function createChaos(options: ChaosOptions): Chaos {
           ]),
         ),
         unplannedExits,
+        trainer: groupMode
+          ? {
+              ranks: GROUP_RANKS,
+              groupRestarts: groupRestarts.length,
+              groupRestartsUnexplained: groupRestarts
+                .filter(
+                  (g) =>
+                    !faults.some(
+                      (f) => f.kind === 'trainer-rank-kill' && f.atS <= g.atS && g.atS - f.atS <= 60,
+                    ),
+                )
+                .map((g) => ({ atS: g.atS, restart: g.restart })),
+            }
+          : { ranks: 1 },
+        ...(evaluation ? { evaluation } : {}),
       };
     } finally {
       await cleanup();
@@ -912,8 +1119,16 @@ async function until<T>(
   }
 }
 
+/** How many faults of `kind` a run injects. */
+export function faultsOf(
+  options: Pick<ChaosOptions, 'faultsPerKind' | 'faultsOfKind'>,
+  kind: ChaosFaultKind,
+) {
+  return options.faultsOfKind?.[kind] ?? options.faultsPerKind;
+}
+
 /**
- * Injects `faultsPerKind` faults of every kind. The gaps between two faults of one kind are drawn
+ * Injects `faultsPerKind` faults of every kind (`faultsOfKind` where it names the kind). The gaps between two faults of one kind are drawn
  * from a generator per kind seeded from `seed`; kinds run independently, so faults of different
  * kinds overlap. A fault waits until the previous one of its kind has healed (the killed part
  * serves again), and an injector that cannot act now (no worker ready) is asked again 5 s later.
@@ -929,7 +1144,8 @@ async function schedule(
       const random = mulberry32(options.seed * 1_000_003 + FAULT_KINDS.indexOf(kind) + 1);
       const gap = () => options.meanGapMs * (0.5 + random());
       await sleep(options.warmupMs + random() * options.meanGapMs);
-      for (let seq = 1; seq <= options.faultsPerKind && !stopped(); seq++) {
+      const count = faultsOf(options, kind);
+      for (let seq = 1; seq <= count && !stopped(); seq++) {
         const dueAt = Date.now();
         for (;;) {
           if (stopped()) return;
@@ -944,36 +1160,10 @@ async function schedule(
           await sleep(5_000);
         }
         // The gap counts from when the fault was due; a fault that took longer to heal is followed at once.
-        if (seq < options.faultsPerKind) await sleep(Math.max(0, dueAt + gap() - Date.now()));
+        if (seq < count) await sleep(Math.max(0, dueAt + gap() - Date.now()));
       }
     }),
   );
-}
-
-/** When every activity of `affected` has finished or started again (a higher attempt); undefined at `deadline`. */
-async function activitiesResumed(
-  observer: TemporalObserver,
-  affected: readonly PendingActivity[],
-  deadline: () => number,
-): Promise<number | undefined> {
-  let remaining = [...affected];
-  while (remaining.length > 0) {
-    if (Date.now() > deadline()) return undefined;
-    const ids = [...new Set(remaining.map((a) => a.workflowId))];
-    const views = new Map(
-      await Promise.all(ids.map(async (id) => [id, await observer.describe(id)] as const)),
-    );
-    remaining = remaining.filter((a) => {
-      const view = views.get(a.workflowId);
-      if (!view) return true; // unknown now
-      if (!view.running) return false;
-      const now = view.pending.find((p) => p.activityId === a.activityId);
-      if (!now) return false; // finished
-      return !(now.started && (now.attempt > a.attempt || now.identity !== a.identity));
-    });
-    if (remaining.length > 0) await sleep(500);
-  }
-  return Date.now();
 }
 
 /**

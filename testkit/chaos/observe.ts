@@ -214,7 +214,7 @@ export class TemporalObserver {
                   .replace('TIMEOUT_TYPE_', '')
                   .toLowerCase()
                   .replaceAll('_', '-') + '-timeout'
-              : `failure: ${(failure?.message || failure?.cause?.message || 'unknown').slice(0, 160)}`,
+              : `failure: ${failureText(failure).slice(0, 160)}`,
         });
       }
       return retries;
@@ -263,6 +263,20 @@ export class TemporalObserver {
   }
 }
 
+/**
+ * A failure's message; with its cause's when the server replaced the message (a failure over the
+ * 4 KB Temporal keeps of a pending activity's last failure is stored as "Failure exceeds size
+ * limit." with the original message as its cause).
+ */
+function failureText(
+  failure: { message?: string | null; cause?: { message?: string | null } | null } | null | undefined,
+): string {
+  const message = failure?.message || '';
+  const cause = failure?.cause?.message || '';
+  if (!message) return cause || 'unknown';
+  return /exceeds size limit/i.test(message) && cause ? `${message} ${cause}` : message;
+}
+
 /** An activity attempt that started after an earlier attempt failed, and why that one failed. */
 export interface ActivityRetry {
   readonly workflowId: string;
@@ -272,6 +286,32 @@ export interface ActivityRetry {
   readonly startedAt: number;
   /** 'heartbeat-timeout', 'start-to-close-timeout', ... or 'failure: <message>'. */
   readonly cause: string;
+}
+
+/** When every activity of `affected` has finished or started again (a higher attempt); undefined at `deadline`. */
+export async function activitiesResumed(
+  observer: TemporalObserver,
+  affected: readonly PendingActivity[],
+  deadline: () => number,
+): Promise<number | undefined> {
+  let remaining = [...affected];
+  while (remaining.length > 0) {
+    if (Date.now() > deadline()) return undefined;
+    const ids = [...new Set(remaining.map((a) => a.workflowId))];
+    const views = new Map(
+      await Promise.all(ids.map(async (id) => [id, await observer.describe(id)] as const)),
+    );
+    remaining = remaining.filter((a) => {
+      const view = views.get(a.workflowId);
+      if (!view) return true; // unknown now
+      if (!view.running) return false;
+      const now = view.pending.find((p) => p.activityId === a.activityId);
+      if (!now) return false; // finished
+      return !(now.started && (now.attempt > a.attempt || now.identity !== a.identity));
+    });
+    if (remaining.length > 0) await new Promise((r) => setTimeout(r, 500));
+  }
+  return Date.now();
 }
 
 /** `fn` over `items`, at most `limit` at once, results in order. */

@@ -45,6 +45,7 @@ export interface ChaosTotals {
   readonly runsCompleted: number;
   readonly synthesisTasks: number;
   readonly grpoRollouts: number;
+  readonly evaluationTrials: number;
   readonly tasksLost: number;
   readonly tasksDuplicated: number;
   readonly tasksFailedRecorded: number;
@@ -69,6 +70,8 @@ export interface ChaosTotals {
   readonly paidTwiceOther: number;
   readonly mappingInconsistencies: number;
   readonly unplannedExits: number;
+  /** Trainer group: restarts torchrun made that no rank kill (j) came just before. */
+  readonly groupRestartsUnexplained: number;
   readonly faultsByKind: Record<ChaosFaultKind, number>;
   /** Activity retries no injected fault explains (retries.ts). */
   readonly retriesUnexplained: number;
@@ -90,6 +93,7 @@ export function totals(result: ChaosResult): ChaosTotals {
     runsCompleted: result.runs.filter((r) => r.status === 'COMPLETED').length,
     synthesisTasks: sum(synthesis.map((a) => a.items)),
     grpoRollouts: sum(grpo.map((a) => a.items)),
+    evaluationTrials: sum(result.audits.filter((a) => a.kind === 'Evaluation').map((a) => a.items)),
     tasksLost: sum(result.audits.map((a) => a.lost.length)),
     tasksDuplicated: sum(result.audits.map((a) => a.duplicated.length)),
     tasksFailedRecorded: sum(result.audits.map((a) => a.failedRecorded.length)),
@@ -133,6 +137,7 @@ export function totals(result: ChaosResult): ChaosTotals {
     paidTwiceOther: result.modelCalls.other,
     mappingInconsistencies: result.mappings.inconsistencies.length,
     unplannedExits: result.unplannedExits.length,
+    groupRestartsUnexplained: result.trainer?.groupRestartsUnexplained?.length ?? 0,
     faultsByKind,
     retriesUnexplained: result.activityRetries.filter((r) => !r.explainedBy).length,
     slowModelGiveUps: sum(
@@ -151,6 +156,19 @@ export function percentile(values: readonly number[], p: number): number | undef
 
 const s = (ms: number | undefined) => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
 
+/** The letter of each kind, as the harness and the README name them ((e) is the random model faults). */
+export const KIND_LETTER: Record<ChaosFaultKind, string> = {
+  'cpu-worker-kill': 'a',
+  'trainer-kill': 'b',
+  'temporal-restart': 'c',
+  'postgres-restart': 'd',
+  'gateway-kill': 'f',
+  'slow-model': 'g',
+  'checkpoint-disk-full': 'h',
+  'evaluation-worker-kill': 'i',
+  'trainer-rank-kill': 'j',
+};
+
 const LABEL: Record<ChaosFaultKind, string> = {
   'cpu-worker-kill': '(a) CPU worker SIGKILL + restart',
   'trainer-kill': '(b) trainer worker SIGKILL + restart',
@@ -159,6 +177,8 @@ const LABEL: Record<ChaosFaultKind, string> = {
   'gateway-kill': '(f) model gateway SIGKILL with calls in flight + restart',
   'slow-model': '(g) model server answering in 5–20 s for minutes',
   'checkpoint-disk-full': "(h) checkpoint directory's disk full",
+  'evaluation-worker-kill': '(i) evaluation worker SIGKILL (with its trial processes) + restart',
+  'trainer-rank-kill': '(j) trainer rank SIGKILL (rank 1 of a 2-rank torchrun group)',
 };
 
 const RECOVERY: Record<ChaosFaultKind, string> = {
@@ -171,6 +191,10 @@ const RECOVERY: Record<ChaosFaultKind, string> = {
   'slow-model': 'the slowed server answers a request that arrived after the window (back = the window)',
   'checkpoint-disk-full':
     'the trainer step the full disk failed runs again (a later attempt started) or has finished, once the space is freed (back = the space freed; no step running at the fault: recovered = back)',
+  'evaluation-worker-kill':
+    'every trial activity running on the killed evaluation worker started again on the restarted one (or finished), and it polls (back = it polls)',
+  'trainer-rank-kill':
+    'torchrun restarted the group (back = the new rank 0 polls) and every activity the group was running (a trainer step) has run again and finished',
 };
 
 /** What the "work cut off" column counts, per kind. */
@@ -180,6 +204,8 @@ const CUT: Partial<Record<ChaosFaultKind, string>> = {
   'gateway-kill': 'model calls in flight in it',
   'slow-model': 'requests a client gave up on',
   'checkpoint-disk-full': 'attempts of the running trainer step that failed for want of space',
+  'evaluation-worker-kill': 'activities running on it (trials, and a listing or summary if one ran)',
+  'trainer-rank-kill': 'activities running on the group',
 };
 
 export function markdown(result: ChaosResult): string {
@@ -195,7 +221,7 @@ export function markdown(result: ChaosResult): string {
     '| result | value |',
     '|---|---|',
     `| runs completed | ${t.runsCompleted} / ${t.runs} (${result.runs.map((r) => `${r.workflowId.replace(/-[a-z0-9]+-r/, '-r')} ${r.status}`).join(', ')}) |`,
-    `| tasks lost | ${t.tasksLost} (of ${t.synthesisTasks} synthesis tasks and ${t.grpoRollouts} GRPO rollouts) |`,
+    `| tasks lost | ${t.tasksLost} (of ${t.synthesisTasks} synthesis tasks${t.evaluationTrials ? `, ${t.grpoRollouts} GRPO rollouts and ${t.evaluationTrials} evaluation trials` : ` and ${t.grpoRollouts} GRPO rollouts`}) |`,
     `| tasks duplicated | ${t.tasksDuplicated} |`,
     `| tasks failed, with the failure recorded (not lost) | ${t.tasksFailedRecorded} |`,
     `| optimizer steps applied twice / skipped | ${grpoSteps} |`,
@@ -205,6 +231,11 @@ export function markdown(result: ChaosResult): string {
     `| … of which: any other cause | ${t.paidTwiceOther} |`,
     `| mapping inconsistencies (same task, tool, canonical args; different answer) | ${t.mappingInconsistencies} (${result.mappings.checkedCalls} tool calls in transcripts checked, ${result.mappings.distinctKeys} distinct calls) |`,
     `| worker processes that exited by themselves | ${t.unplannedExits} |`,
+    ...(result.trainer && result.trainer.ranks > 1
+      ? [
+          `| trainer group restarts no rank kill explains | ${t.groupRestartsUnexplained} (of ${result.trainer.groupRestarts ?? 0} restarts torchrun made of the group) |`,
+        ]
+      : []),
     `| activity retries no injected fault explains | ${t.retriesUnexplained} (of ${result.activityRetries.length} retries) |`,
     `| slow model server: requests given up / retries no fault explains, in the slow windows | ${t.slowModelGiveUps} / ${t.slowModelRetries} |`,
     '',
@@ -306,8 +337,40 @@ export function markdown(result: ChaosResult): string {
     '',
     `> Work cut off = ${cutNotes}. Recovered = from the injection until ${result.options.kinds.map((k) => `${k}: ${RECOVERY[k]}`).join('; ')}. ` +
       (skippedNotes.length ? `Skipped: ${skippedNotes.join('; ')}. ` : '') +
-      'Not fault targets yet: an evaluation worker and trainer ranks, which do not exist yet (the trainer is one process on one device). ' +
+      trainerNote(result) +
+      evaluationNote(result) +
       `Model faults (e): ${Math.round(result.options.modelFaults.probability * 100)}% of requests (${result.options.modelFaults.kinds.join(', ')}); ${model}.`,
   );
   return lines.join('\n');
+}
+
+/** What the trainer was: one process, or a torchrun group (and what (b) kills then). */
+function trainerNote(result: ChaosResult): string {
+  const trainer = result.trainer;
+  if (!trainer || trainer.ranks <= 1) return 'The trainer: one process on the CPU. ';
+  const unexplained = trainer.groupRestartsUnexplained ?? [];
+  return (
+    `The trainer: a torchrun group of ${trainer.ranks} CPU ranks (gloo, FSDP2; rank 0 the Temporal worker), ` +
+    `torchrun --max-restarts above any run's rank kills; (b) kills torchrun with every rank (a node failure) and ` +
+    `a new torchrun is started; the replay audit replays the recorded steps in a group of the same size. ` +
+    `Torchrun restarted the group ${trainer.groupRestarts ?? 0} times` +
+    (unexplained.length
+      ? `, ${unexplained.length} with no rank kill just before (at ${unexplained.map((u) => `${u.atS} s`).join(', ')}). `
+      : '. ')
+  );
+}
+
+/** The Evaluation runs' model calls: a trial cut by a kill runs again from its start. */
+function evaluationNote(result: ChaosResult): string {
+  const e = result.evaluation;
+  if (!e) return '';
+  const w = result.options.workload;
+  return (
+    `Evaluation runs: ${w.evaluationBfclTasks} BFCL multi_turn_base and ${w.evaluationTau2Tasks} tau2 airline trials each, ` +
+    `2 at a time, through the benchmarks' official code against a ground-truth replay server (no faults (e): a broken ` +
+    `answer would change the score) answering in ${w.evaluationLatencyMs} ms; every trial must score full reward. ` +
+    `It answered ${e.calls} calls; ${e.trialsCut} trials were cut by a kill and ran again from their start, ` +
+    `asking ${e.callsAskedAgain} of their calls again (the evaluation worker keeps no ledger: the official code calls ` +
+    'the model itself, so a cut trial pays its calls again; a stored trial is never run again). '
+  );
 }

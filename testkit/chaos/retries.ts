@@ -12,6 +12,9 @@ import type { ChaosFaultKind, FaultRecord } from './types.js';
  */
 const WINDOW_S = 90;
 
+/** How a collective fails on the ranks left when one dies (gloo's transport, torch's wrappers). */
+const COLLECTIVE_FAILURE = /gloo|Connection (closed|reset)|peer|Broken pipe|DistBackendError|ProcessGroup/i;
+
 /** The fault kinds that can make an activity of this type fail, and the failure each leaves. */
 function causes(retry: ActivityRetry): Array<{ kind: ChaosFaultKind; matches: (cause: string) => boolean }> {
   const timeout = (cause: string) => cause.endsWith('-timeout');
@@ -19,8 +22,18 @@ function causes(retry: ActivityRetry): Array<{ kind: ChaosFaultKind; matches: (c
   if (retry.type.startsWith('trainer.')) {
     return [
       { kind: 'trainer-kill', matches: timeout },
+      // A rank's death stops the group (torchrun stops rank 0 too): rank 0's attempt times out, or
+      // fails first in a collective whose peer is gone.
+      { kind: 'trainer-rank-kill', matches: (c) => timeout(c) || (failure(c) && COLLECTIVE_FAILURE.test(c)) },
       { kind: 'checkpoint-disk-full', matches: (c) => /No space left|ENOSPC/i.test(c) },
       // The trainer reads its batch from PostgreSQL.
+      { kind: 'postgres-restart', matches: failure },
+    ];
+  }
+  if (retry.type.startsWith('eval.')) {
+    return [
+      { kind: 'evaluation-worker-kill', matches: timeout },
+      // A trial stores its row in PostgreSQL.
       { kind: 'postgres-restart', matches: failure },
     ];
   }

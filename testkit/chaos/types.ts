@@ -5,7 +5,10 @@
  */
 import type { TemporalObserver } from './observe.js';
 
-/** The injected faults, (a)–(d) and (f)–(h); (e), random model faults, run all along. */
+/**
+ * The injected faults, (a)–(d) and (f)–(j); (e), random model faults, run all along. New kinds go
+ * last: a kind's fault schedule is seeded from its place here.
+ */
 export const FAULT_KINDS = [
   'cpu-worker-kill',
   'trainer-kill',
@@ -14,6 +17,8 @@ export const FAULT_KINDS = [
   'gateway-kill',
   'slow-model',
   'checkpoint-disk-full',
+  'evaluation-worker-kill',
+  'trainer-rank-kill',
 ] as const;
 export type ChaosFaultKind = (typeof FAULT_KINDS)[number];
 
@@ -33,10 +38,11 @@ export interface FaultRecord {
    */
   backMs?: number;
   /**
-   * Work the fault cut off: (a), (b) activities running on the killed process; (f) model calls in
-   * flight in the gateway; (g) model requests a client gave up on during the slow window (must be
-   * none: the endpoints' timeout outlasts the latency); (h) attempts of the running trainer step
-   * that failed for want of space.
+   * Work the fault cut off: (a), (b), (i) activities running on the killed process (for (i):
+   * trials); (f) model calls in flight in the gateway; (g) model requests a client gave up on
+   * during the slow window (must be none: the endpoints' timeout outlasts the latency); (h)
+   * attempts of the running trainer step that failed for want of space; (j) activities running on
+   * the trainer group whose rank was killed.
    */
   interrupted?: number;
   /**
@@ -45,7 +51,10 @@ export interface FaultRecord {
    * the queue; (c): a run records finished work on the restarted server; (d): the pipeline writes
    * to PostgreSQL again; (f): a model answer is recorded through the restarted gateway; (g): the
    * slowed server answers a request that arrived after the window at normal speed; (h): the
-   * trainer step the full disk failed runs again once the space is freed.
+   * trainer step the full disk failed runs again once the space is freed; (i): every trial the
+   * killed evaluation worker was running started again on a live worker (or finished), and the
+   * restarted worker polls; (j): torchrun restarted the group, its new rank 0 polls, and every
+   * activity the group was running (a trainer step) has run again and finished.
    */
   recoveryMs?: number;
   /** Slow model: from the window's start to its end, in ms (the latency stayed high this long). */

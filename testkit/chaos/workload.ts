@@ -1,7 +1,9 @@
 /**
  * What the chaos harness runs while it injects faults: Synthesis runs on the scripted model world
- * of the synthesis tests, and GrpoTraining runs on fixture tasks with the real Python trainer and
- * policy server, the same shapes as the integration tests (small, but every stage real).
+ * of the synthesis tests, GrpoTraining runs on fixture tasks with the real Python trainer and
+ * policy server, and (with fault (i)) Evaluation runs of BFCL and tau2 trials on the Python
+ * evaluation worker against a ground-truth replay, the same shapes as the integration tests
+ * (small, but every stage real).
  */
 import { fixturePolicy } from '../grpo-fixture.js';
 
@@ -22,6 +24,11 @@ export interface WorkloadOptions {
   readonly grpoTasks: number;
   /** Rollouts per task (group size). */
   readonly grpoRollouts: number;
+  /** Evaluation runs (with fault (i)): BFCL multi_turn_base tasks and tau2 airline tasks, one trial each. */
+  readonly evaluationBfclTasks: number;
+  readonly evaluationTau2Tasks: number;
+  /** The replay model server's latency per call (so that a kill lands inside a trial). */
+  readonly evaluationLatencyMs: number;
 }
 
 /**
@@ -89,5 +96,40 @@ export function grpoSpec(
     epochs: options.grpoIterations,
     seed: round,
     gpuTaskQueue,
+  };
+}
+
+/**
+ * The spec of Evaluation run number `round`: the workload's BFCL and tau2 tasks against the replay
+ * server (its policy and user simulator), 2 trials in flight, on the evaluation worker's queue.
+ */
+export function evaluationSpec(
+  workload: { readonly bfclTasks: readonly string[]; readonly tau2Tasks: readonly string[] },
+  modelUrl: string,
+  evalTaskQueue: string,
+  round: number,
+) {
+  return {
+    kind: 'Evaluation' as const,
+    name: `chaos-r${round}`,
+    policy: { endpoint: { baseUrl: modelUrl, model: 'replay-policy' } },
+    benchmarks: {
+      ...(workload.bfclTasks.length
+        ? { bfcl: { categories: ['multi_turn_base'], taskIds: [...workload.bfclTasks] } }
+        : {}),
+      ...(workload.tau2Tasks.length
+        ? {
+            tau2: {
+              domains: ['airline'],
+              taskIds: [...workload.tau2Tasks],
+              trials: 1,
+              userSimulator: { endpoint: { baseUrl: modelUrl, model: 'replay-user' } },
+            },
+          }
+        : {}),
+    },
+    concurrency: 2,
+    evalTaskQueue,
+    bootstrapSamples: 200,
   };
 }
