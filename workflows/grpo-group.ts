@@ -34,6 +34,7 @@ export interface GrpoGroupInput {
  * stay in PostgreSQL (judgements); the group returns how many rollouts it judged.
  */
 export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
+  if (input.rollouts === 0) return 0; // nothing to schedule (the spec is not read)
   const { spec } = input;
   const task = {
     runId: input.runId,

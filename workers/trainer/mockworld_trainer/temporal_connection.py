@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,8 +111,21 @@ async def _check() -> str:
 
 def main() -> None:
     """Connects once with this process's settings and says where it got (exits non-zero saying why
-    when it cannot)."""
-    print(asyncio.run(_check()))
+    when it cannot).
+
+    Ends with ``os._exit``: in a short-lived process the Temporal client's native runtime threads
+    can still be winding down when the interpreter finalizes, and CPython then aborts with
+    "PyGILState_Release: thread state ... must be current" (temporalio/sdk-python#300; seen here on a
+    loaded machine). The check has said all it has to say by then, so finalization is skipped."""
+    code = 0
+    try:
+        print(asyncio.run(_check()))
+    except SystemExit as e:
+        print(e.code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ profile file, TLS files, an API key; a broken configuration exits at once saying
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from temporalio.service import TLSConfig
 
@@ -86,3 +88,22 @@ def test_a_metrics_address_adds_a_runtime_serving_prometheus():
 def test_an_empty_variable_is_an_unset_one():
     config = connect_settings({**NO_FILE, "TEMPORAL_ADDRESS": "", "TEMPORAL_API_KEY": ""})
     assert config == {"target_host": "127.0.0.1:7233", "namespace": "default"}
+
+
+def test_the_check_command_exits_nonzero_naming_what_to_set(tmp_path):
+    """`python -m mockworld_trainer.temporal_connection` says why it cannot connect and exits 1 (it
+    leaves through os._exit, skipping the finalization that can abort a short-lived client)."""
+    import subprocess
+    import sys
+
+    toml = tmp_path / "temporal.toml"
+    toml.write_text('[profile.default]\naddress = "127.0.0.1:1"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "mockworld_trainer.temporal_connection"],
+        env={**os.environ, "TEMPORAL_CONFIG_FILE": str(toml), "TEMPORAL_PROFILE": "nope"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "TEMPORAL_PROFILE" in done.stderr
