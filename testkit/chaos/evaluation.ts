@@ -154,6 +154,10 @@ const TRIAL_WAIT_MS = 3 * 60_000;
 export function evaluationKillInjector(ctx: FaultContext, deps: EvalKillDeps): Injector {
   const { observer, worker, queue, ready } = deps;
   let waitingSince: { seq: number; at: number } | undefined;
+  // Trials (workflow, activity) a kill has cut: a kill waits for a trial none has met, so that one
+  // trial's retries are not cut over and over (the first full run took one to attempt 7).
+  const met = new Set<string>();
+  const keyOf = (a: PendingActivity) => `${a.workflowId}\n${a.activityId}`;
   const trials = async (identity: string) => {
     const views = deps.temporalUp() ? await observer.snapshot(3_000) : undefined;
     return views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
@@ -165,7 +169,7 @@ export function evaluationKillInjector(ctx: FaultContext, deps: EvalKillDeps): I
     const identity = workerIdentity(pid);
     // A trial running on the worker (bounded wait; asked again later while a run may still start one).
     const hasTrial = (r: PendingActivity[] | undefined) =>
-      r?.some((a) => a.type === 'eval.runTrial') === true;
+      r?.some((a) => a.type === 'eval.runTrial' && !met.has(keyOf(a))) === true;
     const waitUntil = Date.now() + 30_000;
     let running = await trials(identity);
     while (!hasTrial(running) && Date.now() < waitUntil && !ctx.stopping()) {
@@ -174,6 +178,7 @@ export function evaluationKillInjector(ctx: FaultContext, deps: EvalKillDeps): I
     }
     if (!hasTrial(running) && Date.now() - waitingSince.at < TRIAL_WAIT_MS) return 'later';
     if (worker.pid !== pid) return 'later';
+    for (const a of running ?? []) if (a.type === 'eval.runTrial') met.add(keyOf(a));
     const at = Date.now();
     deps.kills.push({ at, pid });
     const { next } = await worker.killAndRestart();
@@ -231,7 +236,7 @@ export function evaluationKillInjector(ctx: FaultContext, deps: EvalKillDeps): I
 /** What the Evaluation runs cost the replay server beyond their trials: calls of trials a kill cut. */
 export interface EvaluationCalls {
   readonly calls: number;
-  /** Trials cut by a kill (a call answered before it, the row stored after it) and run again. */
+  /** Trials a kill cut after they had asked the model (a call before the kill, the row stored after it). */
   readonly trialsCut: number;
   /** Their calls before the kill: asked again by the trial's new attempt (no ledger in the eval worker). */
   readonly callsAskedAgain: number;

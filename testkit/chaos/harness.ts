@@ -147,7 +147,10 @@ export interface ChaosOptions {
    * running, the first full run spent 10 of its step's 10 attempts. Default on for that reason.
    */
   readonly trainerKillsAvoidSteps: boolean;
-  /** Of the rank kills (j), how many (the first ones) wait up to 60 s for a trainer step to be running. */
+  /**
+   * Of the rank kills (j), how many (the first ones) wait for a trainer step no rank kill has met
+   * to be running (up to checkpointDisk.freshStepWaitMs in all, as (h) waits for a fresh step).
+   */
   readonly rankInStepKills: number;
   /**
    * The trainer as a torchrun group of 2 CPU ranks (trainer-rank.ts) instead of one process;
@@ -907,6 +910,7 @@ export function createChaos(options: ChaosOptions): Chaos {
               queue: env.MOCKWORLD_GPU_TASK_QUEUE!,
               ready,
               inStepKills: options.rankInStepKills,
+              freshStepWaitMs: options.checkpointDisk.freshStepWaitMs,
               recoveryTimeoutMs: options.recoveryTimeoutMs,
               temporalUp: () => temporal.up,
             })

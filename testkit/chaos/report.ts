@@ -369,8 +369,9 @@ function evaluationNote(result: ChaosResult): string {
     `Evaluation runs: ${w.evaluationBfclTasks} BFCL multi_turn_base and ${w.evaluationTau2Tasks} tau2 airline trials each, ` +
     `2 at a time, through the benchmarks' official code against a ground-truth replay server (no faults (e): a broken ` +
     `answer would change the score) answering in ${w.evaluationLatencyMs} ms; every trial must score full reward. ` +
-    `It answered ${e.calls} calls; ${e.trialsCut} trials were cut by a kill and ran again from their start, ` +
-    `asking ${e.callsAskedAgain} of their calls again (the evaluation worker keeps no ledger: the official code calls ` +
-    'the model itself, so a cut trial pays its calls again; a stored trial is never run again). '
+    `It answered ${e.calls} calls. Of the trials the kills cut (work cut off), ${e.trialsCut} had asked the model ` +
+    `already; their new attempts ran them from the start and asked those ${e.callsAskedAgain} calls again (the ` +
+    'evaluation worker keeps no ledger: the official code calls the model itself, so a cut trial pays its calls ' +
+    'again; a stored trial is never run again). '
   );
 }

@@ -7,10 +7,17 @@ import type { ActivityRetry } from './observe.js';
 import type { ChaosFaultKind, FaultRecord } from './types.js';
 
 /**
- * How long after a fault a retry may still be its doing: the trainer's heartbeat timeout is a
- * minute, the CPU activities' 20 s, and a retry waits out its backoff on top.
+ * How long after a fault a retry may still be its doing: the trainer's and the evaluation trials'
+ * heartbeat timeout is a minute, the CPU activities' 20 s, and a retry waits out its backoff on
+ * top, which doubles with each attempt from 1 s to at most a minute (backoffS): the first full run
+ * of (i) saw a trial's 7th attempt start 92 s after the kill that cut its 6th.
  */
 const WINDOW_S = 90;
+
+/** The backoff before attempt `attempt` of the policies here (1 s doubling, at most 60 s). */
+function backoffS(attempt: number): number {
+  return Math.min(60, 2 ** Math.max(0, attempt - 2));
+}
 
 /** How a collective fails on the ranks left when one dies (gloo's transport, torch's wrappers). */
 const COLLECTIVE_FAILURE = /gloo|Connection (closed|reset)|peer|Broken pipe|DistBackendError|ProcessGroup/i;
@@ -54,7 +61,9 @@ export function explainRetry(
     if (
       faults.some(
         (f) =>
-          f.kind === kind && f.atS <= retry.atS && retry.atS - f.atS <= WINDOW_S + (f.backMs ?? 0) / 1000,
+          f.kind === kind &&
+          f.atS <= retry.atS &&
+          retry.atS - f.atS <= WINDOW_S + backoffS(retry.attempt) + (f.backMs ?? 0) / 1000,
       )
     )
       return kind;

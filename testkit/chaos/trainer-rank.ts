@@ -104,8 +104,10 @@ export interface RankKillDeps {
   readonly queue: string;
   /** Rank-0 pids seen polling (the harness's set: a pid in it is serving). */
   readonly ready: Set<number>;
-  /** Of the rank kills, how many (the first ones) wait up to 60 s for a trainer step to be running. */
+  /** Of the rank kills, how many (the first ones) wait for a trainer step no rank kill has met. */
   readonly inStepKills: number;
+  /** How long such a kill waits in all for a fresh step before it kills outside one. */
+  readonly freshStepWaitMs: number;
   readonly recoveryTimeoutMs: number;
   /** Whether Temporal answers now (false between a crash of the dev server and its restart). */
   readonly temporalUp: () => boolean;
@@ -118,10 +120,17 @@ export function rankKillInjector(ctx: FaultContext, deps: RankKillDeps): Injecto
     const views = deps.temporalUp() ? await observer.snapshot(3_000) : undefined;
     return views?.flatMap((v) => v.pending.filter((a) => a.started && a.identity === identity));
   };
-  const stepRunning = async (identity: string) =>
-    (await running(identity))?.some((a) => a.type === 'trainer.grpoStep') === true;
+  // Steps (workflow, activity) a rank kill has met: an in-step kill waits for another one. Aimed
+  // at whatever step runs, the first full run's kills met the retries of one step five times over
+  // (its attempt 6), and the first kill's recovery then measured the four after it.
+  const met = new Set<string>();
+  const keyOf = (a: PendingActivity) => `${a.workflowId}\n${a.activityId}`;
+  const freshStepRunning = async (identity: string) =>
+    (await running(identity))?.some((a) => a.type === 'trainer.grpoStep' && !met.has(keyOf(a))) === true;
+  let waitingSince: { seq: number; at: number } | undefined;
 
   return async (seq, random) => {
+    if (waitingSince?.seq !== seq) waitingSince = { seq, at: Date.now() };
     const torchrun = group.pid;
     const ranks = await groupRanks(torchrun);
     const zero = ranks.find((r) => r.rank === 0);
@@ -129,9 +138,15 @@ export function rankKillInjector(ctx: FaultContext, deps: RankKillDeps): Injecto
     if (torchrun === undefined || !zero || followers.length === 0 || !ready.has(zero.pid)) return 'later';
     const identity = workerIdentity(zero.pid);
     if (seq <= deps.inStepKills) {
-      // Bounded wait for a step to be running on the group, so that the kill lands inside one.
+      // Bounded wait for a step no rank kill has met to be running on the group, so that the kill
+      // lands inside one; asked again later (up to freshStepWaitMs in all), then it kills anyway.
       const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && !ctx.stopping() && !(await stepRunning(identity))) await sleep(250);
+      let fresh = await freshStepRunning(identity);
+      while (!fresh && Date.now() < deadline && !ctx.stopping()) {
+        await sleep(250);
+        fresh = await freshStepRunning(identity);
+      }
+      if (!fresh && Date.now() - waitingSince.at < deps.freshStepWaitMs) return 'later';
     }
     // The group as it is now (a wait may have outlived it: an earlier fault of another kind).
     const now = await groupRanks(group.pid);
@@ -141,6 +156,7 @@ export function rankKillInjector(ctx: FaultContext, deps: RankKillDeps): Injecto
     if (!victim || !rank0 || rank0.pid !== zero.pid) return 'later';
     const before = await running(identity);
     const inStep = before?.some((a) => a.type === 'trainer.grpoStep') === true;
+    for (const a of before ?? []) if (a.type === 'trainer.grpoStep') met.add(keyOf(a));
     const at = Date.now();
     try {
       process.kill(victim.pid, 'SIGKILL');
