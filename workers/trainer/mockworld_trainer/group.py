@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from .errors import TrainerError
+from .group_state import GroupSaveFailed
 from .optim import Progress, no_progress
 from .ranks import Ranks
 from .trainer import Trainer
@@ -130,8 +131,8 @@ def leave(trainer: Trainer) -> None:
 
 def follow(trainer: Trainer) -> None:
     """The loop of every rank but 0: run each call rank 0 sends, until it sends ``stop``. A TrainerError
-    is the same on every rank (rank 0 reports it to Temporal); anything else ends the process, and
-    torchrun restarts the group."""
+    or a GroupSaveFailed is the same on every rank (rank 0 reports it to Temporal); anything else
+    ends the process, and torchrun restarts the group."""
     while True:
         box: list[Any] = [None]
         dist.broadcast_object_list(box, src=0)
@@ -146,3 +147,5 @@ def follow(trainer: Trainer) -> None:
             getattr(trainer, op)(**kwargs)
         except TrainerError as e:
             log.info("rank %d: %s refused as on rank 0: %s", dist.get_rank(), op, e)
+        except GroupSaveFailed as e:  # every rank raised it at the same point; rank 0 reports it
+            log.warning("rank %d: %s not saved, as on rank 0: %s", dist.get_rank(), op, e)

@@ -10,7 +10,9 @@ temporary directory and sends the name to every rank; every rank writes its shar
 also the full weights for serving; every rank then reports whether its part is on disk, and only
 when all did does rank 0 write record.json and rename the directory into place. A rank that dies
 before that leaves no step (torchrun restarts the group, and the retried step starts again from
-the state after the latest committed one); the others never write a record without its shards.
+the state after the latest committed one); the others never write a record without its shards. A
+save that fails (a full disk, a rename refused) fails on every rank at the same point, as
+GroupSaveFailed: the group stays up and in step, and Temporal retries the step.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ from .shard import (
     save_sharded,
     shard_model,
 )
+
+
+class GroupSaveFailed(RuntimeError):
+    """A group's step was computed but not committed; raised on every rank at once (their outcome is
+    agreed first), so the other ranks go on following rank 0 (group.follow) instead of exiting and
+    making torchrun restart the group for an error a retry fixes."""
 
 
 def master_spec(spec: ModelSpec, ranks: Ranks) -> ModelSpec:
@@ -147,7 +155,8 @@ def save_group_step(
                 shutil.rmtree(tmp, ignore_errors=True)
     outcome = _broadcast(outcome)
     if outcome is None:
-        raise failure or RuntimeError(f"run {run_id} step {step}: another rank could not write its shards")
+        why = f"{type(failure).__name__}: {failure}" if failure else "another rank could not write its shards"
+        raise GroupSaveFailed(f"run {run_id} step {step} was not saved: {why}") from failure
     return outcome
 
 

@@ -25,7 +25,9 @@ CFG = {"lr": 1e-3, "micro_batch_size": 2, "mini_batch_groups": 1}  # 2 groups: 2
 CPU = torch.device("cpu")
 
 
-def torchrun(tmp: Path, root: Path, batch: dict, steps: int, *, max_restarts: int = 0, kill: str | None = None) -> list[dict]:
+def torchrun(
+    tmp: Path, root: Path, batch: dict, steps: int, *, max_restarts: int = 0, kill: str | None = None, save_fail: str | None = None
+) -> list[dict]:
     out = tmp / "results.jsonl"
     env = {
         **os.environ,
@@ -36,6 +38,8 @@ def torchrun(tmp: Path, root: Path, batch: dict, steps: int, *, max_restarts: in
     }
     if kill:
         env["MOCKWORLD_TEST_KILL"] = kill
+    if save_fail:
+        env["MOCKWORLD_TEST_SAVE_FAIL"] = save_fail
     torchrun = Path(sys.executable).with_name("torchrun")
     cmd = [str(torchrun), "--standalone", "--nproc-per-node", "2", "--max-restarts", str(max_restarts),
            str(TESTS / "group_driver.py"), str(root), batch["path"], str(steps), str(out)]  # fmt: skip
@@ -105,3 +109,18 @@ def test_a_rank_killed_mid_step_restarts_the_group_and_the_run_makes_exactly_its
     assert updates == 6
     assert adam_steps(Trainer(store, device=CPU), "run-g") == {updates}  # never a step applied twice
     assert not list((store.root / "run-g").glob(".tmp-step-*"))  # the killed attempt's shards were not kept
+
+
+def test_a_save_that_fails_on_one_rank_fails_the_step_on_every_rank_and_the_group_stays_up(tmp_path, batch):
+    """A full disk under rank 0's weights: every rank raises GroupSaveFailed at the same point, the
+    other rank goes on following (no exit, so torchrun does not restart the group), nothing of the
+    step is kept, and the step applied again on the same group is applied once."""
+    store = CheckpointStore(tmp_path / "ckpt")
+    results = torchrun(tmp_path, store.root, batch, 3, save_fail="2")
+    (failed,) = (tmp_path / "results.save-failed").read_text().splitlines()
+    assert "run run-g step 2 was not saved: OSError: [Errno 28] No space left on device" in failed
+    assert [(r["restart"], r["step"], r["replayed"]) for r in results] == [(0, 1, False), (0, 2, False), (0, 3, False)]
+    assert store.applied_steps("run-g") == [1, 2, 3]
+    updates = sum(store.read_record("run-g", n)["metrics"]["num_updates"] for n in (1, 2, 3))
+    assert adam_steps(Trainer(store, device=CPU), "run-g") == {updates}
+    assert not list((store.root / "run-g").glob(".tmp-step-*"))
