@@ -23,7 +23,7 @@
  *   CHAOS_MODEL_FAULT_PROBABILITY (0.2), CHAOS_MODEL_FAULT_KINDS (rate-limit,server-error,hang,truncated-body,malformed-body)
  *   CHAOS_SYNTHESIS_TASKS (20), CHAOS_GRPO_ITERATIONS (3), CHAOS_GRPO_TASKS (2), CHAOS_GRPO_ROLLOUTS (4)
  *   CHAOS_TRAINER_IN_STEP_KILLS (2) trainer kills that wait for a trainer step to be running
- *   CHAOS_RANK_IN_STEP_KILLS (5)    (j): rank kills that wait for a trainer step to be running
+ *   CHAOS_RANK_IN_STEP_KILLS (5)    (j): rank kills that wait for a trainer step no rank kill has met
  *   CHAOS_EVAL_BFCL_TASKS (4), CHAOS_EVAL_TAU2_TASKS (2)  (i): trials of each Evaluation run
  *   CHAOS_PG_MODE (fast)            how (d) stops the harness's own postmaster: fast (SIGINT) or immediate (SIGQUIT)
  *   CHAOS_SLOW_WINDOW_S (60,120)    (g): a slow window lasts between these many seconds
