@@ -1,12 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import type { PayloadCodec } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
+import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { closePools } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 import { RUNS_COMPILED } from '../deploy/paths.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { payloadCodecFromEnvironment, withPayloadCodec } from '../services/codec/payload-codec.js';
+import { AttemptRecovery } from './attempt-recovery.js';
 
 /** The module that exports every mockworld workflow; point your own bundle at it to combine. */
 export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(
@@ -35,14 +37,18 @@ export interface MockworldPluginOptions {
  * ```
  */
 export class MockworldPlugin extends SimplePlugin {
+  private readonly recovery: AttemptRecovery;
+
   constructor(options: MockworldPluginOptions = {}) {
     const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
     const codec = options.payloadCodec === undefined ? payloadCodecFromEnvironment() : options.payloadCodec;
+    const recovery = new AttemptRecovery(databaseUrl);
     super({
       name: 'mockworld',
       ...(codec ? { dataConverter: (existing) => withPayloadCodec(existing, codec)! } : {}),
       workflowsPath: (existing) => existing ?? MOCKWORLD_WORKFLOWS_PATH,
       activities: createActivities({ databaseUrl }),
+      workerInterceptors: { activity: [recovery.interceptor] },
       runContext: async (next) => {
         await migrate(databaseUrl);
         try {
@@ -52,5 +58,11 @@ export class MockworldPlugin extends SimplePlugin {
         }
       },
     });
+    this.recovery = recovery;
+  }
+
+  override runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    // Inside runContext: the migrations have run when the journal takes its slot.
+    return super.runWorker(worker, (w) => this.recovery.around(w, () => next(w)));
   }
 }
