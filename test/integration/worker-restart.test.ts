@@ -64,7 +64,8 @@ describe('a worker process restarted after a SIGKILL', () => {
     connection = await Connection.connect({ address: inject('temporalAddress') });
   });
   afterAll(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await Promise.all(children.map(exited));
     await connection?.close();
     await db?.drop();

@@ -15,7 +15,10 @@ const dir = process.env.HOLD_DIR!;
 
 async function hold(): Promise<{ attempt: number; pid: number }> {
   const { info, cancellationSignal } = Context.current();
-  writeFileSync(path.join(dir, `running-${info.workflowExecution!.workflowId}-${info.attempt}-${process.pid}`), '');
+  writeFileSync(
+    path.join(dir, `running-${info.workflowExecution!.workflowId}-${info.attempt}-${process.pid}`),
+    '',
+  );
   while (!existsSync(path.join(dir, 'release'))) {
     if (cancellationSignal.aborted) throw cancellationSignal.reason;
     await new Promise((resolve) => setTimeout(resolve, 100));
