@@ -5,8 +5,9 @@
  *
  * - Temporal: one `GrpoTraining` iteration (the real workflows and activities) with the CPU worker
  *   (`workers/cpu-worker.ts`, started by testkit/worker-process.ts as `mockworld worker` starts it) in
- *   its own OS process. Each kill loses the worker's in-flight activity attempts; the server retries
- *   them after their heartbeat timeout on the restarted worker, which resumes each episode from its
+ *   its own OS process. Each kill loses the worker's in-flight activity attempts; the restarted worker
+ *   fails them as WorkerProcessLost before it polls (attempt journal), so the server retries them at
+ *   once instead of after their heartbeat timeout; the retry resumes each episode from its
  *   last stored turn and finds every answer already paid for in `llm_calls`. Goodput = rollouts of the
  *   iteration / wall s from the workflow's start to its result (rollouts judged, trainer batch built,
  *   the stand-in trainer step applied). The first worker is polling before the clock starts; every
@@ -699,8 +700,8 @@ function print(cells: readonly Cell[], totalSeconds: number): string[] {
     `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), shared with other work; the bench took ${f1(totalSeconds)} s. ` +
       `Goodput = the iteration's ${ROLLOUTS} rollouts / wall seconds until they are all done. Kills land at (${PHASE} + j) × K s after the start, the same schedule for both paths.`,
     `Temporal: GrpoTraining with the CPU worker (workers/cpu-worker.ts) in its own process; the clock runs from the workflow's start (first worker already polling) to its result, ` +
-      `the stand-in trainer step (in the bench process, never killed, no gradient) included. A kill loses the worker's in-flight attempts: they are retried after their heartbeat timeout (20 s) on the restarted worker ` +
-      `(its start-up, workflow bundle included, inside the clock), resuming each episode from its last stored turn with the answers already paid for in llm_calls.`,
+      `the stand-in trainer step (in the bench process, never killed, no gradient) included. A kill loses the worker's in-flight attempts: the restarted worker takes the dead one's slot and fails them as WorkerProcessLost before it polls (workers/attempt-recovery.ts), ` +
+      `so they are retried at once rather than after their heartbeat timeout (20 s); its start-up, workflow bundle included, is inside the clock. The retries resume each episode from its last stored turn with the answers already paid for in llm_calls.`,
     `Plain: bench/grpo/plain.ts (the same activities, order and concurrency) in its own process, the clock from the first attempt's modules loaded until an attempt completes the rollouts (no trainer step: in the plain loop's favour). ` +
       `It has no durable ledger, so before each restart the bench empties what the killed attempt left (episodes, judgements, llm_calls, tool mapping): the new attempt re-runs and re-pays every model call from the start of the iteration.`,
     ...(plainDone
