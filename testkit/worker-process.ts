@@ -8,9 +8,12 @@ export interface WorkerProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `workers/cpu-worker.ts` as a separate process with the given environment. */
-export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, nodeEntryArgs('workers/cpu-worker'), {
+/**
+ * Starts `workers/cpu-worker.ts` (or another worker entry of the repository, named without its
+ * extension) as a separate process with the given environment.
+ */
+export function startWorkerProcess(env: Record<string, string>, entry = 'workers/cpu-worker'): WorkerProcess {
+  const child = spawn(process.execPath, nodeEntryArgs(entry), {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

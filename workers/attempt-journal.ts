@@ -30,7 +30,7 @@ import { getPool } from '../activities/store/db.js';
 /** The failure type a reclaimed attempt fails with (retryable: it is not in any policy's list). */
 export const WORKER_PROCESS_LOST = 'WorkerProcessLost';
 /** Advisory-lock class of worker slots; the two-int key space is apart from the migration lock's. */
-const SLOT_LOCK_CLASS = 7_300_422;
+export const SLOT_LOCK_CLASS = 7_300_422;
 /** Slots tried per host, namespace and queue: a worker past this many runs without a journal. */
 const MAX_SLOTS = 64;
 /** A failing journal write is logged at most this often (each one falls back to the heartbeat timeout). */

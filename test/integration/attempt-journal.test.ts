@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closePools } from '../../activities/store/db.js';
 import { migrate } from '../../activities/store/migrate.js';
-import { AttemptJournal } from '../../workers/attempt-journal.js';
+import { AttemptJournal, SLOT_LOCK_CLASS } from '../../workers/attempt-journal.js';
 import { query } from '../../testkit/database.js';
 import { startPostgresInstance, type PostgresInstance } from '../../testkit/postgres-instance.js';
 import { eventually } from '../../testkit/temporal.js';
@@ -21,7 +21,8 @@ describe('worker slots of the attempt journal', () => {
     (
       await query<{ n: number }>(
         url,
-        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = 7300422 AND granted`,
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted`,
+        [SLOT_LOCK_CLASS],
       )
     )[0]!.n;
 
