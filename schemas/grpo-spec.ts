@@ -10,13 +10,19 @@ import { PresetSchema } from './presets.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
 import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
-import { PretrainedModelSpecSchema, TinyModelFieldsSchema, TrainerDtypeSchema } from './trainer-model.js';
+import {
+  GgufModelSpecSchema,
+  PretrainedModelSpecSchema,
+  TinyModelFieldsSchema,
+  TrainerDtypeSchema,
+} from './trainer-model.js';
 import { TRAINER_STEP_DEFAULTS, TrainerStepFields } from './trainer-step.js';
 import { TrainingBenchmarksSchema } from './training-benchmarks.js';
 import { runNameField } from './run-name.js';
 
 /**
- * The policy's starting weights: a tiny random model (tests, CPU) or a local pretrained model.
+ * The policy's starting weights: a tiny random model (tests, CPU), a local pretrained model, or a
+ * GGUF file (the embedded model's weights: trainable on a laptop without a download).
  * Built from the trainer's model spec (schemas/trainer-model.ts), so a kind or dtype the trainer
  * would refuse at its first step is refused when the run starts; a spec sets only a tiny model's
  * seed (and LoRA), and a pretrained model defaults to bfloat16 here. With `lora` the run trains
@@ -25,6 +31,7 @@ import { runNameField } from './run-name.js';
 export const PolicyBaseSchema = z.discriminatedUnion('kind', [
   TinyModelFieldsSchema.pick({ kind: true, seed: true, lora: true }),
   PretrainedModelSpecSchema.extend({ dtype: TrainerDtypeSchema.default('bfloat16') }),
+  GgufModelSpecSchema,
 ]);
 
 /**

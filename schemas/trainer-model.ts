@@ -84,10 +84,27 @@ export const PretrainedModelSpecSchema = z.strictObject({
   lora: TrainerLoraSchema.optional().describe('Train LoRA adapters instead of every weight.'),
 });
 
+/**
+ * A quantized GGUF file (llama.cpp's format, e.g. the embedded SmolLM2-135M-Instruct). The trainer
+ * de-quantizes it once into a transformers directory cached by the file's sha256
+ * (`$MOCKWORLD_HOME/models/transformers/`), and from there on trains and serves it as a pretrained
+ * model: checkpoints, LoRA and weight sync as for any base.
+ */
+export const GgufModelSpecSchema = z.strictObject({
+  kind: z.literal('gguf'),
+  path: z
+    .string()
+    .regex(/\.gguf$/i, 'a .gguf file')
+    .describe('Local path of the .gguf file (weights, tokenizer and chat template in one file).'),
+  dtype: TrainerDtypeSchema.default('float32'),
+  lora: TrainerLoraSchema.optional().describe('Train LoRA adapters instead of every weight.'),
+});
+
 /** What a trainer run trains (`kind` names which). */
 export const TrainerModelSpecSchema = z.discriminatedUnion('kind', [
   TinyModelSpecSchema,
   PretrainedModelSpecSchema,
+  GgufModelSpecSchema,
 ]);
 
 /** LoRA settings as written in a spec. */

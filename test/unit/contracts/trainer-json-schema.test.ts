@@ -38,7 +38,7 @@ describe('the trainer contract as JSON Schema (schemas/json/)', () => {
     }
   });
 
-  it('states the bounds the trainer enforces: clip strictly in (0, 1), no float16, the two model kinds', () => {
+  it('states the bounds the trainer enforces: clip strictly in (0, 1), no float16, the three model kinds', () => {
     const config = JSON.parse(emitted['trainer/step-config.json']!) as {
       properties: Record<string, Record<string, unknown>>;
     };
@@ -48,7 +48,7 @@ describe('the trainer contract as JSON Schema (schemas/json/)', () => {
     const model = JSON.parse(emitted['trainer/model-spec.json']!) as {
       oneOf: Array<{ properties: Record<string, { const?: string; enum?: string[] }> }>;
     };
-    expect(model.oneOf.map((branch) => branch.properties['kind']!.const)).toEqual(['tiny', 'pretrained']);
+    expect(model.oneOf.map((branch) => branch.properties['kind']!.const)).toEqual(['tiny', 'pretrained', 'gguf']);
     expect(model.oneOf[1]!.properties['dtype']!.enum).toEqual(['float32', 'bfloat16']);
   });
 

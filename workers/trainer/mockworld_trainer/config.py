@@ -82,8 +82,17 @@ def _typed(cls: type, values: dict[str, Any]) -> Any:
 
 
 def parse_model_spec(data: Any, where: str = "model") -> ModelSpec:
-    """Parses ``{"kind": "tiny", ...}`` or ``{"kind": "pretrained", "path": ...}``; BadRequestError names every bad path."""
+    """Parses ``{"kind": "tiny", ...}``, ``{"kind": "pretrained", "path": ...}`` or ``{"kind": "gguf", "path": ...}``;
+    BadRequestError names every bad path.
+
+    A gguf base is returned as the pretrained model it de-quantizes to (gguf.py: converted once per
+    file, then cached), so everything downstream (checkpoints, LoRA, serving) has two kinds to handle.
+    """
     values = contract.validate("model-spec", data, "model spec", where)
+    if values["kind"] == "gguf":
+        from .gguf import pretrained_dir
+
+        values = {**values, "kind": "pretrained", "path": pretrained_dir(values["path"])}
     if values["kind"] == "pretrained":
         return _typed(PretrainedModelSpec, values)
     # The one rule of the contract that JSON Schema cannot state (zod's TinyModelSpecSchema has it too).

@@ -63,7 +63,7 @@ def test_float16_is_refused_as_a_dtype_with_the_reason():
 
 def test_an_unknown_model_kind_names_the_kinds_there_are():
     message = refusal("model-spec", {"kind": "huge", "path": "/m"})
-    assert "kind: expected one of 'tiny', 'pretrained', got 'huge'" in message
+    assert "kind: expected one of 'tiny', 'pretrained', 'gguf', got 'huge'" in message
     assert "seed" not in message  # the branch's own errors are not listed for a kind that is neither
 
 
