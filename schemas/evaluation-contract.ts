@@ -152,6 +152,12 @@ export const EvaluationMetricsSchema = z.object({
           tasks: z.number(),
           difference: z.number(),
           ci: interval,
+          pValue: z
+            .number()
+            .optional()
+            .describe(
+              'Two-sided paired sign-flip permutation test of no difference (absent in older summaries).',
+            ),
         }),
       ),
     })

@@ -4,6 +4,7 @@ import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
 import { BenchmarkFileSchema } from './reasoning-evaluation.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
+import { TemplatesSchema } from './synthesis-spec.js';
 import { SyntheticBenchmarkSchema } from './synthetic-evaluation.js';
 
 /**
@@ -131,6 +132,9 @@ const ReasoningBenchmarkFields = {
     .default(8)
     .describe('Policy turns per trial (tool calls in between).'),
   sandbox: SandboxCapsSchema.partial().optional().describe('Caps of the python tool per call.'),
+  templates: TemplatesSchema.optional().describe(
+    "The solve prompt (overrides.reasoningSolve), as the GRPO run's templates: evaluate a policy on the prompt it was trained with.",
+  ),
   ...taskSelection,
 };
 

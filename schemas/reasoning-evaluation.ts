@@ -4,6 +4,7 @@ import { ModelRoleSchema } from './model-endpoint.js';
 import { MAX_ANSWER_CHARS } from './reasoning-correctness.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
+import { TemplatesSchema } from './synthesis-spec.js';
 
 /**
  * Math and search benchmarks of an Evaluation run (seed 000 Table 3: AIME24/25, HMMT25,
@@ -78,6 +79,7 @@ export const ReasoningTrialInputSchema = z
     sampling: EvalSamplingSchema,
     maxTurns: z.number().int().min(1).max(64),
     sandbox: SandboxCapsSchema.partial().optional(),
+    templates: TemplatesSchema.optional(),
     /** Search: the backend of the `search` tool, and the judge of answers that are no exact match. */
     search: SearchBackendSchema.optional(),
     judge: ModelRoleSchema.optional(),

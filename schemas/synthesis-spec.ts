@@ -18,6 +18,8 @@ export const TemplateOverrideStageSchema = z.enum([
   'rubric',
   'coverage',
   'judge',
+  'reasoningSolve',
+  'reasoningSolveSystem',
 ]);
 
 /** Prompt templates: a shipped version, and per-stage files that replace the shipped ones. */

@@ -105,7 +105,7 @@ function localActivities() {
 /** A math or search group's settings beyond a trial's: its file and the tools' settings. */
 export type ReasoningGroupSettings = Pick<
   ReasoningTrialInput,
-  'path' | 'maxTurns' | 'sandbox' | 'search' | 'judge'
+  'path' | 'maxTurns' | 'sandbox' | 'search' | 'judge' | 'templates'
 >;
 
 /** The held-out synthetic tasks' settings beyond a trial's (the split and the mock world's roles). */

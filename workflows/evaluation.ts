@@ -137,6 +137,7 @@ export function planGroups(
           path: dataset.path,
           maxTurns: settings.maxTurns,
           ...(settings.sandbox ? { sandbox: settings.sandbox } : {}),
+          ...(settings.templates ? { templates: settings.templates } : {}),
           ...search,
         },
       });

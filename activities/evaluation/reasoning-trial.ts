@@ -20,6 +20,7 @@ import {
   scoreReasoningEpisode,
   type ReasoningRolloutDependencies,
 } from '../training/reasoning-rollout.js';
+import { loadTemplate, type TemplateChoice } from '../templates/templates.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import type { EpisodeHooks } from '../world/index.js';
 import { readBenchmarkFile, type BenchmarkFile } from './benchmark-file.js';
@@ -55,6 +56,8 @@ export async function listReasoningBenchmarkTasks(data: ReasoningListInput): Pro
   return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
 }
 
+const SHIPPED_TEMPLATES: TemplateChoice = { version: 'v1', overrides: {} };
+
 /**
  * Runs one (problem, trial) exactly once and stores it: the reward (1/0), how the episode ended,
  * its turns and tokens, the whole transcript, the versions and the settings' hash. A model that
@@ -69,12 +72,20 @@ export async function runReasoningBenchmarkTrial(
   const input = ReasoningTrialInputSchema.parse(data);
   const started = { wall: Date.now(), cpu: process.cpuUsage() };
   const file = await readBenchmarkFile(input.path);
+  const templates = input.templates ?? SHIPPED_TEMPLATES;
   const { apiKeyEnv: _key, ...policy } = input.policy;
   const config = {
     policy,
     sampling: input.sampling,
     maxTurns: input.maxTurns,
     sandbox: input.sandbox ?? null,
+    // Only a chosen prompt joins the hash, so trials stored before prompts were choosable still match.
+    ...(input.templates
+      ? {
+          solveTemplate: (await loadTemplate('reasoningSolve', templates)).id,
+          solveSystemTemplate: (await loadTemplate('reasoningSolveSystem', templates)).id,
+        }
+      : {}),
     search: input.search ?? null,
     judge: input.judge
       ? { model: input.judge.endpoint?.model ?? null, sampling: input.judge.sampling }
@@ -108,6 +119,7 @@ export async function runReasoningBenchmarkTrial(
     toolSimulator: agent,
     userSimulator: agent,
     maxTurns: input.maxTurns,
+    templates,
   });
   const reasoning = {
     problemId: problem.id,

@@ -23,7 +23,6 @@ export const MAX_SOLUTION_BYTES = 64 * 1024;
 const REWRITE_SYSTEM =
   'You turn textbook problems into realistic requests from real people without changing what is asked. ' +
   'Answer with the rewritten request only.';
-const SOLVE_SYSTEM = 'You are a careful problem solver. You reason step by step and state one final answer.';
 
 /** How each kind's final answer must be written, so the correctness extractor can read it. */
 const ANSWER_FORMAT: Record<ReasoningKind, string> = {
@@ -43,9 +42,11 @@ export async function solveMessages(
   templates: TemplateChoice,
 ): Promise<Array<{ role: 'system' | 'user'; content: string }>> {
   const template = await loadTemplate('reasoningSolve', templates);
+  // An empty system template (an override file with nothing in it) sends no system message.
+  const system = renderTemplate(await loadTemplate('reasoningSolveSystem', templates), {}).trim();
   const prompt = renderTemplate(template, { kind, question: scenario, answerFormat: ANSWER_FORMAT[kind] });
   return [
-    { role: 'system', content: SOLVE_SYSTEM },
+    ...(system ? [{ role: 'system' as const, content: system }] : []),
     { role: 'user', content: prompt },
   ];
 }

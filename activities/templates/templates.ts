@@ -25,7 +25,8 @@ export type TemplateStage =
   | 'traceRepair'
   // Reasoning problems as a synthesis source (seed §3.4).
   | 'reasoningRewrite'
-  | 'reasoningSolve';
+  | 'reasoningSolve'
+  | 'reasoningSolveSystem';
 
 /** Which template files a run uses: a shipped version, and per-stage replacement files. */
 export interface TemplateChoice {

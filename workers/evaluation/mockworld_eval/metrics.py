@@ -8,7 +8,8 @@
   multi-turn column), reported as complete only when all four categories are present.
 - Confidence intervals: percentile bootstrap over tasks (trials of a task stay together), seeded.
 - Paired comparison: on the tasks both runs have, the mean per-task difference (this run minus the
-  other) with a paired bootstrap interval over those tasks.
+  other) with a paired bootstrap interval over those tasks, and the two-sided p-value of a paired
+  sign-flip permutation test of "no difference" (exact up to 16 tasks, else Monte Carlo).
 """
 
 from __future__ import annotations
@@ -98,6 +99,25 @@ def bfcl_overall(grouped: dict, spec: SummarizeInput, rng) -> Optional[dict]:
     }
 
 
+EXACT_SIGN_FLIP_TASKS = 16  # 2^16 sign patterns: cheap to enumerate
+
+
+def sign_flip_p_value(diffs: Sequence[float], samples: int, rng) -> float:
+    """Two-sided p-value of mean(diffs) = 0 under the paired null: each task's difference is as likely
+    negated. Exact over all sign patterns for few tasks; else ``samples`` random patterns with the
+    observed one counted (Phipson & Smyth 2010), so p is never 0."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) == 0:
+        return float("nan")
+    observed = abs(d.mean()) - 1e-12  # ties count as at least as extreme
+    if len(d) <= EXACT_SIGN_FLIP_TASKS:
+        signs = 1 - 2 * ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1)  # (2^n, n)
+        return float(np.mean(np.abs(signs @ d / len(d)) >= observed))
+    signs = rng.choice([-1.0, 1.0], size=(samples, len(d)))  # (samples, n)
+    extreme = int(np.sum(np.abs(signs @ d / len(d)) >= observed))
+    return (extreme + 1) / (samples + 1)
+
+
 def paired(mine: dict, theirs: dict, spec: SummarizeInput, rng) -> list[dict]:
     out = []
     for key in sorted(set(mine) & set(theirs)):
@@ -112,6 +132,7 @@ def paired(mine: dict, theirs: dict, spec: SummarizeInput, rng) -> list[dict]:
                 "tasks": len(common),
                 "difference": float(np.mean(diffs)),
                 "ci": bootstrap(diffs, np.mean, spec.bootstrap_samples, spec.confidence, rng),
+                "pValue": sign_flip_p_value(diffs, spec.bootstrap_samples, rng),
             }
         )
     return out

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 from mockworld_eval.contract import SummarizeInput
-from mockworld_eval.metrics import summarize
+from mockworld_eval.metrics import sign_flip_p_value, summarize
 
 
 def rows(benchmark: str, group: str, rewards_by_task: dict[str, list[float]]) -> list[dict]:
@@ -80,5 +82,16 @@ def test_paired_comparison_on_common_tasks():
     assert group["difference"] == pytest.approx((1 + 0 + 0) / 3)
     lo, hi = group["ci"]
     assert 0 <= lo <= group["difference"] <= hi <= 1
+    # One task of three moved: every sign pattern moves the mean as far, so nothing is shown.
+    assert group["pValue"] == 1
     same = summarize(theirs, theirs, spec)["comparison"]["groups"][0]
-    assert same["difference"] == 0 and same["ci"] == [0, 0]
+    assert same["difference"] == 0 and same["ci"] == [0, 0] and same["pValue"] == 1
+
+
+def test_sign_flip_p_value_exact_and_monte_carlo():
+    rng = np.random.default_rng(0)
+    # Exact: 6 tasks all +1: only the all-plus and all-minus patterns are as extreme (2 of 64).
+    assert sign_flip_p_value([1.0] * 6, 1000, rng) == pytest.approx(2 / 64)
+    # Monte Carlo past 16 tasks: 40 tasks all improved is far below 0.05, a balanced set is not.
+    assert sign_flip_p_value([0.5] * 40, 2000, rng) < 0.001
+    assert sign_flip_p_value([0.5, -0.5] * 20, 2000, rng) > 0.5

@@ -1,0 +1,289 @@
+/**
+ * Does it learn? The embedded model's real weights (SmolLM2-135M-Instruct, the GGUF the demo
+ * serves, de-quantized by the trainer) trained with GRPO through the same workflows a user runs,
+ * and evaluated before and after on held-out problems:
+ *
+ *   1. Evaluation of the base policy on held-out additions (k trials per problem),
+ *   2. GrpoTraining on the training additions, rewarded by answer correctness (no judge),
+ *   3. the same Evaluation of the final checkpoint, compared with (1) by the evaluation worker's
+ *      paired test (bootstrap interval and sign-flip p-value over problems).
+ *
+ * Prints the before/after table, the reward and tool-use fraction per iteration, and writes
+ * bench/results/learning.json and bench/results/learning-reward.svg. The task family and why it
+ * was chosen: bench/learning/problems.ts. Needs the three venvs (npm test installs them).
+ *
+ * Run: `npx tsx bench/learning.ts`. Knobs (env): LEARN_HELD_OUT (problems held out, default 32),
+ * LEARN_TRAIN (training problems used, default all 49),
+ * LEARN_EPOCHS (default 3), LEARN_BATCH (problems per iteration, default 16), LEARN_GROUP
+ * (rollouts per problem, default 8), LEARN_LR (default 1e-5), LEARN_TEMPERATURE (0.7),
+ * LEARN_TRIALS (evaluation trials per problem, default 4), LEARN_MAX_TOKENS (24).
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { renderChartSvg } from '../activities/charts/render.js';
+import { rewardChartSpec } from '../activities/charts/training-charts.js';
+import { closePools, getPool } from '../activities/store/db.js';
+import { readIterationMetrics } from '../activities/training/metrics.js';
+import { embeddedModelPath, ensureEmbeddedModel } from '../deploy/embedded-model/fetch-model.js';
+import { loadEnvironment } from '../schemas/environment.js';
+import type { EvaluationSummary } from '../workflows/evaluation.js';
+import type { GrpoSummary } from '../workflows/grpo-training.js';
+import { resultWithin, startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
+import { createTestDatabase, query } from '../testkit/database.js';
+import { startEvalWorker } from '../testkit/eval-worker.js';
+import { insertFixtureProblems } from '../testkit/grpo-fixture.js';
+import { startPython } from '../testkit/python-process.js';
+import { startTestWorker } from '../testkit/temporal.js';
+import { splitProblems, writeBenchmarkFile } from './learning/problems.js';
+import { RESULTS_DIR, writeResults } from './measure/results.js';
+
+const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const SETTINGS = {
+  heldOut: knob('LEARN_HELD_OUT', 32),
+  trainProblems: knob('LEARN_TRAIN', 81),
+  epochs: knob('LEARN_EPOCHS', 3),
+  batch: knob('LEARN_BATCH', 16),
+  group: knob('LEARN_GROUP', 8),
+  learningRate: knob('LEARN_LR', 1e-5),
+  temperature: knob('LEARN_TEMPERATURE', 0.7),
+  trials: knob('LEARN_TRIALS', 4),
+  maxTokens: knob('LEARN_MAX_TOKENS', 24),
+  splitSeed: 7,
+};
+const TRAIN_RUN = 'learning-additions';
+const GROUP = 'additions-heldout';
+const TEMPLATES = {
+  version: 'v1',
+  overrides: {
+    reasoningSolve: path.resolve('bench/learning/complete-the-answer.md'),
+    reasoningSolveSystem: path.resolve('bench/learning/no-system.md'),
+  },
+} as const;
+
+interface Stage {
+  readonly name: string;
+  readonly seconds: number;
+}
+
+async function main(): Promise<void> {
+  const gguf = embeddedModelPath(loadEnvironment().MOCKWORLD_HOME); // before the bench's own home
+  await ensureEmbeddedModel();
+  const run = await startBenchRun('learning');
+  const stages: Stage[] = [];
+  const timed = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const result = await work();
+    stages.push({ name, seconds: (performance.now() - started) / 1000 });
+    run.log(`${name}: ${stages.at(-1)!.seconds.toFixed(0)} s`);
+    return result;
+  };
+  try {
+    const temporal = await startBenchTemporal(run);
+    const db = await createTestDatabase('mw_bench');
+    run.onCleanup('database', () => db.drop());
+    run.onCleanup('pools', () => closePools());
+    const { heldOut, train } = splitProblems(SETTINGS.heldOut, SETTINGS.splitSeed);
+    await insertFixtureProblems(
+      db.url,
+      TRAIN_RUN,
+      train.map((p) => ({ kind: 'math' as const, scenario: p.question, answer: p.answer })),
+    );
+    const heldOutFile = path.join(run.dir, 'additions-heldout.jsonl');
+    await writeBenchmarkFile(heldOutFile, heldOut);
+
+    const worker = await startTestWorker(temporal.server.address, db.url);
+    run.onCleanup('CPU worker', () => worker.close());
+    const gpuQueue = `learning-gpu-${run.nonce}`;
+    const evalQueue = `learning-eval-${run.nonce}`;
+    const env = {
+      TEMPORAL_ADDRESS: temporal.server.address,
+      MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
+      MOCKWORLD_CHECKPOINT_DIR: path.join(run.dir, 'checkpoints'),
+      MOCKWORLD_TRAINER_DEVICE: 'cpu',
+      DATABASE_URL: db.url,
+    };
+    const base = { kind: 'gguf', path: gguf, dtype: 'float32' } as const;
+    const [trainer, policy] = await timed(
+      'start trainer and policy server (de-quantize the GGUF once)',
+      async () => {
+        const policyServer = startPython(
+          'mockworld_trainer.policy_server',
+          ['--any-run', '--port', '0', '--base', JSON.stringify(base)],
+          env,
+          /policy server for runs under .* at http/,
+        );
+        run.onCleanup('policy server', () => policyServer.kill());
+        await policyServer.ready; // it converts the GGUF; the trainer then finds the cached directory
+        const trainerWorker = startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
+        run.onCleanup('trainer', () => trainerWorker.kill());
+        await trainerWorker.ready;
+        return [trainerWorker, policyServer] as const;
+      },
+    );
+    void trainer;
+    const baseUrl = /(http:\/\/\S+\/v1)/.exec(await policy.ready)![1]!;
+    const evalWorker = await startEvalWorker({
+      TEMPORAL_ADDRESS: temporal.server.address,
+      MOCKWORLD_EVAL_TASK_QUEUE: evalQueue,
+      DATABASE_URL: db.url,
+    });
+    run.onCleanup('evaluation worker', () => evalWorker.kill());
+
+    const grpoRunId = `learning-grpo-${run.nonce}`;
+    const sampling = { temperature: SETTINGS.temperature, maxTokens: SETTINGS.maxTokens };
+    const evaluate = (name: string, step: number, compareWith?: string) =>
+      timed(`evaluation ${name} (step ${step})`, async () => {
+        const workflowId = `learning-eval-${name}-${run.nonce}`;
+        const handle = await temporal.client.workflow.start('Evaluation', {
+          taskQueue: worker.taskQueue,
+          workflowId,
+          args: [
+            {
+              kind: 'Evaluation',
+              name,
+              policy: { checkpoint: { runId: grpoRunId, step, server: { baseUrl } } },
+              sampling,
+              benchmarks: {
+                math: {
+                  datasets: [{ name: GROUP, path: heldOutFile }],
+                  trials: SETTINGS.trials,
+                  maxTurns: 2,
+                  templates: TEMPLATES,
+                },
+              },
+              concurrency: 4,
+              evalTaskQueue: evalQueue,
+              bootstrapSamples: 10_000,
+              ...(compareWith ? { compareWith } : {}),
+            },
+          ],
+        });
+        return { workflowId, summary: await resultWithin<EvaluationSummary>(temporal, handle, 60 * 60_000) };
+      });
+
+    // Step 0 before the run is registered: the policy server serves its --base, the same GGUF.
+    const before = await evaluate('base', 0);
+    const grpo = await timed('GrpoTraining', async () => {
+      const handle = await temporal.client.workflow.start('GrpoTraining', {
+        taskQueue: worker.taskQueue,
+        workflowId: grpoRunId,
+        args: [
+          {
+            kind: 'GrpoTraining',
+            dataset: {
+              synthesisRunId: TRAIN_RUN,
+              toolUseTasks: 0,
+              reasoning: { problems: Math.min(SETTINGS.trainProblems, train.length) },
+            },
+            policy: { base, endpoint: { baseUrl, model: grpoRunId }, sampling: { ...sampling, topP: 1 } },
+            globalBatch: SETTINGS.batch,
+            miniBatch: SETTINGS.batch / 2,
+            rolloutsPerTask: SETTINGS.group,
+            maxTurns: 2,
+            epochs: SETTINGS.epochs,
+            learningRate: SETTINGS.learningRate,
+            templates: TEMPLATES,
+            gpuTaskQueue: gpuQueue,
+          },
+        ],
+      });
+      return resultWithin<GrpoSummary>(temporal, handle, 3 * 60 * 60_000);
+    });
+    const after = await evaluate('grpo', grpo.policyStep, before.workflowId);
+
+    const iterations = await readIterationMetrics(getPool(db.url), grpoRunId);
+    const toolUse = await query(
+      db.url,
+      `SELECT split_part(substr(episode_id, length($1) + 2), '/', 1) AS iteration,
+              avg((tool_calls > 0)::int)::float AS fraction, count(*)::int AS rollouts
+         FROM episodes WHERE starts_with(episode_id, $1 || '/') AND purpose = 'rollout'
+        GROUP BY 1`,
+      [grpoRunId],
+    );
+    const curve = iterations.map(({ iteration, metrics }) => ({
+      iteration,
+      rewardMean: Number(metrics.rewardMean),
+      rewardStd: Number(metrics.rewardStd),
+      zeroVarianceGroups: Number(metrics.zeroVarianceGroups),
+      toolUse: (toolUse as Array<{ iteration: string; fraction: number }>).find(
+        (row) => row.iteration === `it${iteration}`,
+      )?.fraction,
+    }));
+    const svg = await renderChartSvg(rewardChartSpec(grpoRunId, iterations));
+    await writeFile(path.join(RESULTS_DIR, 'learning-reward.svg'), svg);
+    report(before.summary, after.summary, curve, stages);
+    await writeResults('learning', {
+      settings: SETTINGS,
+      trainProblems: train.length,
+      heldOutProblems: heldOut.length,
+      base: groupOf(before.summary),
+      grpo: { ...groupOf(after.summary), step: grpo.policyStep, iterations: grpo.iterations },
+      comparison: after.summary.metrics.comparison,
+      curve,
+      stages,
+    });
+  } finally {
+    await run.cleanupAll();
+  }
+}
+
+function groupOf(summary: EvaluationSummary) {
+  const group = summary.metrics.groups.find((g) => g.group === GROUP)!;
+  return {
+    avgAtK: group.avgAtK,
+    avgAtKCi: group.avgAtKCi,
+    passHatK: group.passHatK,
+    trials: group.trials,
+    tasks: group.tasks,
+  };
+}
+
+function report(
+  before: EvaluationSummary,
+  after: EvaluationSummary,
+  curve: ReadonlyArray<{
+    iteration: number;
+    rewardMean: number;
+    zeroVarianceGroups: number;
+    toolUse?: number;
+  }>,
+  stages: readonly Stage[],
+): void {
+  const k = SETTINGS.trials;
+  const fmt = (v: number) => v.toFixed(3);
+  const ci = (c: readonly number[]) => `[${fmt(c[0]!)}, ${fmt(c[1]!)}]`;
+  const paired = after.metrics.comparison?.groups.find((g) => g.group === GROUP);
+  console.log(
+    `\nheld-out additions: ${SETTINGS.heldOut} problems × ${k} trials, temperature ${SETTINGS.temperature}\n`,
+  );
+  console.log(`| policy | Avg@${k} | 95% CI | pass^1 | pass^${k} | paired difference vs base | 95% CI | p |`);
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const [name, summary] of [
+    ['base (GGUF)', before],
+    ['GRPO', after],
+  ] as const) {
+    const g = groupOf(summary);
+    const diff =
+      summary === after && paired
+        ? `${paired.difference >= 0 ? '+' : ''}${fmt(paired.difference)} | ${ci(paired.ci)} | ${paired.pValue?.toPrecision(2) ?? 'n/a'}`
+        : '— | — | —';
+    console.log(
+      `| ${name} | ${fmt(g.avgAtK)} | ${ci(g.avgAtKCi)} | ${fmt(g.passHatK['1']!)} | ${fmt(g.passHatK[String(k)]!)} | ${diff} |`,
+    );
+  }
+  console.log(
+    '\n| iteration | rollout reward (mean) | groups without variance | rollouts using the python tool |',
+  );
+  console.log('|---|---|---|---|');
+  for (const point of curve) {
+    const tool = point.toolUse === undefined ? 'n/a' : `${(point.toolUse * 100).toFixed(0)}%`;
+    console.log(`| ${point.iteration} | ${fmt(point.rewardMean)} | ${point.zeroVarianceGroups} | ${tool} |`);
+  }
+  console.log('\n| stage | wall |\n|---|---|');
+  for (const stage of stages) console.log(`| ${stage.name} | ${(stage.seconds / 60).toFixed(1)} min |`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
