@@ -35,6 +35,18 @@ export const ReasoningSourceSchema = z
       .max(8)
       .default(3)
       .describe('Teacher solutions per rewritten problem (seed: 3); kept only when all final answers agree.'),
+    rewrite: z
+      .boolean()
+      .default(true)
+      .describe('false: the seed question is asked as written (no persona rewrite, no rewrite call).'),
+    keep: z
+      .enum(['agreement', 'correct'])
+      .default('agreement')
+      .describe(
+        "agreement (seed): kept when every final answer agrees (and with the seed's answer). correct: " +
+          "rejection sampling, kept when at least one solution matches the seed's answer; only those are " +
+          'demonstrations (SftTraining dataset.source reasoning). Needs seed answers.',
+      ),
   })
   .strict();
 export type ReasoningSource = z.infer<typeof ReasoningSourceSchema>;
@@ -59,6 +71,7 @@ export const ReasoningDropReasonSchema = z.enum([
   'unparseable_answer',
   'answers_disagree',
   'source_mismatch',
+  'no_correct_solution',
 ]);
 export type ReasoningDropReason = z.infer<typeof ReasoningDropReasonSchema>;
 
@@ -68,6 +81,8 @@ export interface ReasoningSolution {
   readonly response: string;
   /** The extracted final answer; null when none could be read. */
   readonly answer: string | null;
+  /** Under `keep: correct`: whether the answer matches the seed's (absent under `agreement`). */
+  readonly correct?: boolean;
 }
 
 /** What synthesizing one problem ended with. */

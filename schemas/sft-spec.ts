@@ -20,6 +20,14 @@ export const SftSpecSchema = z
           .string()
           .min(1)
           .describe("Id of the Synthesis run whose kept tasks' kept demonstrations are trained on."),
+        source: z
+          .enum(['demonstrations', 'reasoning'])
+          .default('demonstrations')
+          .describe(
+            "demonstrations: the kept tool-use tasks' teacher demonstrations. reasoning: the kept reasoning " +
+              "problems' correct solutions (a Synthesis reasoning section, e.g. keep: correct for rejection " +
+              'sampling), each problem a unit of the held-out split.',
+          ),
         heldOutTasks: z
           .number()
           .int()

@@ -147,6 +147,7 @@ async function startRun(spec: SftSpec, runId: string, control: RunControl): Prom
   const dataset = await activities.buildSftDataset({
     runId,
     synthesisRunId: spec.dataset.synthesisRunId,
+    ...(spec.dataset.source === 'reasoning' ? { source: 'reasoning' as const } : {}),
     heldOutTasks: spec.dataset.heldOutTasks,
     examples: spec.dataset.examples,
     epochs: spec.epochs,

@@ -164,6 +164,8 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
           runId,
           idx: idx - toolTasks,
           solutions: spec.reasoning!.solutions,
+          rewrite: spec.reasoning!.rewrite,
+          keep: spec.reasoning!.keep,
           teacher: spec.models.teacher,
           templates: spec.templates,
           seed: spec.seed + idx,

@@ -56,8 +56,12 @@ export interface ReasoningProblemInput {
   readonly runId: string;
   /** The problem's index among the run's valid seed problems. */
   readonly idx: number;
-  /** Teacher solutions to draw (all must agree for the problem to be kept). */
+  /** Teacher solutions to draw. */
   readonly solutions: number;
+  /** false: solve the seed question as written. Absent (older workflows): true. */
+  readonly rewrite?: boolean;
+  /** How a problem is kept (schemas/reasoning-synthesis.ts). Absent (older workflows): agreement. */
+  readonly keep?: 'agreement' | 'correct';
   readonly teacher: ModelRole;
   readonly templates: TemplateChoice;
   /** Seed of this problem's calls when the teacher role sets none. */
@@ -90,12 +94,14 @@ const storedResult = (row: ProblemRow): ReasoningProblemResult =>
   row.outcome === 'kept' ? { outcome: 'kept' } : { outcome: 'rejected', reason: row.drop_reason! };
 
 /**
- * One reasoning problem (seed 000 §3.4): the teacher rewrites it into a scenario of a persona,
- * solves the scenario `solutions` times (separate calls with sample indices 0..n-1, so the ledger
- * caches each apart), and the problem is kept only when every final answer is equivalent to every
- * other (math-verify in the sandbox for math, normalized exact match for search) and to the seed's
- * answer when it has one. The outcome and every artefact go to its row once; a problem already
- * decided is returned as stored, and a retry's model calls are served from the ledger.
+ * One reasoning problem (seed 000 §3.4): the teacher rewrites it into a scenario of a persona
+ * (`rewrite: false`: the seed question is the scenario), solves the scenario `solutions` times
+ * (separate calls with sample indices 0..n-1, so the ledger caches each apart), and the problem is
+ * kept only when every final answer is equivalent to every other (math-verify in the sandbox for
+ * math, normalized exact match for search) and to the seed's answer when it has one. Under `keep:
+ * correct` (rejection sampling) each solution is marked by whether it matches the seed's answer and
+ * the problem is kept when one does. The outcome and every artefact go to its row once; a problem
+ * already decided is returned as stored, and a retry's model calls are served from the ledger.
  */
 export async function synthesizeReasoningProblem(
   deps: ReasoningDependencies,
@@ -115,39 +121,10 @@ export async function synthesizeReasoningProblem(
     signal: deps.signal,
   });
 
-  const rewriteTemplate = await loadTemplate('reasoningRewrite', input.templates);
-  let scenario: string | null = null;
-  let rewriteDetail = 'the rewrite was empty';
-  try {
-    const rewritten = await deps.models.text(
-      {
-        ...teacher(input.seed),
-        messages: [
-          { role: 'system', content: REWRITE_SYSTEM },
-          {
-            role: 'user',
-            content: renderTemplate(rewriteTemplate, {
-              persona: persona.persona,
-              kind: row.kind,
-              question: row.source_question,
-            }),
-          },
-        ],
-      },
-      'reasoningRewrite',
-      MAX_SCENARIO_BYTES,
-    );
-    scenario = afterReasoning(rewritten.text).trim() || null;
-  } catch (error) {
-    if (!(error instanceof StructuredOutputRejectedError)) throw error;
-    rewriteDetail = `the rewrite was refused: ${error.reason}`;
-  }
-  if (scenario === null) {
-    await decide(deps.pool, problemId, persona.id, null, [], {
-      outcome: 'rejected',
-      reason: 'rewrite_failed',
-      detail: rewriteDetail,
-    });
+  const scenario =
+    input.rewrite === false ? row.source_question : await rewriteProblem(deps, input, row, persona, teacher);
+  if (typeof scenario !== 'string') {
+    await decide(deps.pool, problemId, persona.id, null, [], scenario);
     return storedResult(await readProblem(deps.pool, problemId));
   }
 
@@ -175,9 +152,84 @@ export async function synthesizeReasoningProblem(
     }),
   );
 
+  if (input.keep === 'correct') {
+    const { marked, decision } = await judgeCorrect(deps, row, solutions);
+    await decide(deps.pool, problemId, persona.id, scenario, marked, decision);
+    return storedResult(await readProblem(deps.pool, problemId));
+  }
   const decision = await judgeAgreement(deps, row, solutions);
   await decide(deps.pool, problemId, persona.id, scenario, solutions, decision);
   return storedResult(await readProblem(deps.pool, problemId));
+}
+
+/** The teacher's rewrite of the seed question into a persona scenario, or why there is none. */
+async function rewriteProblem(
+  deps: ReasoningDependencies,
+  input: ReasoningProblemInput,
+  row: ProblemRow,
+  persona: { readonly persona: string },
+  teacher: (seed: number) => Omit<Parameters<ModelClient['text']>[0], 'messages'>,
+): Promise<string | Extract<Decision, { outcome: 'rejected' }>> {
+  const rewriteTemplate = await loadTemplate('reasoningRewrite', input.templates);
+  let detail = 'the rewrite was empty';
+  try {
+    const rewritten = await deps.models.text(
+      {
+        ...teacher(input.seed),
+        messages: [
+          { role: 'system', content: REWRITE_SYSTEM },
+          {
+            role: 'user',
+            content: renderTemplate(rewriteTemplate, {
+              persona: persona.persona,
+              kind: row.kind,
+              question: row.source_question,
+            }),
+          },
+        ],
+      },
+      'reasoningRewrite',
+      MAX_SCENARIO_BYTES,
+    );
+    const scenario = afterReasoning(rewritten.text).trim();
+    if (scenario) return scenario;
+  } catch (error) {
+    if (!(error instanceof StructuredOutputRejectedError)) throw error;
+    detail = `the rewrite was refused: ${error.reason}`;
+  }
+  return { outcome: 'rejected', reason: 'rewrite_failed', detail };
+}
+
+/**
+ * Rejection sampling (`keep: correct`): each solution is marked by whether its answer matches the
+ * seed's, and the problem is kept when one does; its matching solutions are its demonstrations.
+ */
+async function judgeCorrect(
+  deps: ReasoningDependencies,
+  row: ProblemRow,
+  solutions: readonly ReasoningSolution[],
+): Promise<{ marked: ReasoningSolution[]; decision: Decision }> {
+  if (row.source_answer === null) {
+    const detail = "keep: correct needs the seed line's answer to check the solutions against";
+    return {
+      marked: [...solutions],
+      decision: { outcome: 'rejected', reason: 'no_correct_solution', detail },
+    };
+  }
+  const readable = solutions.filter((s) => s.answer !== null);
+  const pairs = readable.map((s) => ({ gold: row.source_answer!, answer: s.answer! }));
+  const verdicts =
+    row.kind === 'math'
+      ? (await verifyMath(deps.sandbox(), pairs)).map((v) => v.equivalent)
+      : pairs.map((pair) => exactMatch(pair.answer, pair.gold));
+  const correct = new Set(readable.filter((_, i) => verdicts[i]).map((s) => s.sampleIndex));
+  const marked = solutions.map((s) => ({ ...s, correct: correct.has(s.sampleIndex) }));
+  if (correct.size === 0) {
+    const listed = solutions.map((s) => `${s.sampleIndex}: ${JSON.stringify(s.answer)}`).join('; ');
+    const detail = `no solution matches the seed's answer ${JSON.stringify(row.source_answer)} (${listed})`;
+    return { marked, decision: { outcome: 'rejected', reason: 'no_correct_solution', detail } };
+  }
+  return { marked, decision: { outcome: 'kept', answer: row.source_answer } };
 }
 
 /** Whether the solutions' answers agree with each other and with the seed's answer. */

@@ -3,6 +3,7 @@ import { SftBatchRecordSchema } from '../../schemas/trainer-batch-record.js';
 import { keptTasks } from '../export/kept-tasks.js';
 import { sftRecords } from '../export/layouts.js';
 import { TrainingPlanError } from './errors.js';
+import { reasoningDemonstrations } from './sft-reasoning.js';
 import { mixSeed, seededShuffle, splitHeldOut } from './sampling.js';
 
 /** Stream label of the sample of `examples` (mixed into the seed so it never equals another stream's). */
@@ -18,6 +19,8 @@ export interface BuildSftDatasetInput {
   readonly runId: string;
   /** Synthesis run whose kept tasks' kept demonstrations are trained on. */
   readonly synthesisRunId: string;
+  /** demonstrations: the tool-use tasks' (default); reasoning: the kept reasoning problems' solutions. */
+  readonly source?: 'demonstrations' | 'reasoning';
   /** Kept tasks held out as GrpoTraining holds them out (same seed, same tasks). */
   readonly heldOutTasks: number;
   /** Demonstrations to train on (a seeded sample); undefined: all of the training tasks'. */
@@ -54,24 +57,35 @@ export interface SftDataset {
  * than are kept. Idempotent and insert-only: a re-build writes the same rows, and a batch the
  * trainer may already have stepped on is never altered.
  */
+/** The units the held-out split draws from (tasks or problems), each with its SFT records. */
+async function sourceUnits(
+  pool: pg.Pool,
+  input: BuildSftDatasetInput,
+): Promise<Array<{ readonly records: ReadonlyArray<{ readonly episode_id: string }> }>> {
+  if (input.source === 'reasoning') return reasoningDemonstrations(pool, input.synthesisRunId);
+  const units = [];
+  for await (const task of keptTasks(pool, input.synthesisRunId)) units.push({ records: sftRecords(task) });
+  return units;
+}
+
 export async function buildSftDataset(pool: pg.Pool, input: BuildSftDatasetInput): Promise<SftDataset> {
-  const tasks = [];
-  for await (const task of keptTasks(pool, input.synthesisRunId)) tasks.push(task);
+  const tasks = await sourceUnits(pool, input);
+  const unit = input.source === 'reasoning' ? 'problems' : 'tasks';
   if (input.heldOutTasks > tasks.length) {
     throw new TrainingPlanError(
       input.synthesisRunId,
-      `dataset.heldOutTasks (${input.heldOutTasks}) exceeds its ${tasks.length} kept tasks; lower dataset.heldOutTasks`,
+      `dataset.heldOutTasks (${input.heldOutTasks}) exceeds its ${tasks.length} kept ${unit}; lower dataset.heldOutTasks`,
     );
   }
   const { train } = splitHeldOut(tasks, input.heldOutTasks, input.seed);
-  const available = train.flatMap((task) => sftRecords(task));
+  const available = train.flatMap((task) => task.records);
   const counts =
-    `its ${train.length} training tasks (${tasks.length} kept, ${input.heldOutTasks} held out) have ` +
+    `its ${train.length} training ${unit} (${tasks.length} kept, ${input.heldOutTasks} held out) have ` +
     `${available.length} kept demonstrations`;
   if (available.length === 0) {
     throw new TrainingPlanError(
       input.synthesisRunId,
-      `${counts}; nothing to train on: lower dataset.heldOutTasks, or synthesize more tasks`,
+      `${counts}; nothing to train on: lower dataset.heldOutTasks, or synthesize more ${unit}`,
     );
   }
   const wanted = input.examples ?? available.length;
@@ -79,7 +93,7 @@ export async function buildSftDataset(pool: pg.Pool, input: BuildSftDatasetInput
     throw new TrainingPlanError(
       input.synthesisRunId,
       `dataset.examples (${wanted}) exceeds the ${available.length} kept demonstrations: ${counts}; ` +
-        'lower dataset.examples (or dataset.heldOutTasks), or synthesize more tasks',
+        `lower dataset.examples (or dataset.heldOutTasks), or synthesize more ${unit}`,
     );
   }
   // A seeded sample when capped; the whole set in task order otherwise.
