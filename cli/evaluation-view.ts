@@ -92,7 +92,7 @@ function renderMetrics(runId: string, status: string, m: EvaluationMetrics): str
   if (m.comparison) {
     parts.push(
       '',
-      `paired difference to ${m.comparison.against} (this run minus it, on the tasks both ran)`,
+      `paired difference to ${m.comparison.against} (this run minus it, on the tasks both ran; p: two-sided paired sign-flip test)`,
       renderTable(
         m.comparison.groups.map((g) => ({
           benchmark: g.benchmark,
@@ -100,6 +100,8 @@ function renderMetrics(runId: string, status: string, m: EvaluationMetrics): str
           tasks: g.tasks,
           difference: fixed(g.difference),
           [pct]: interval(g.ci),
+          // Summaries stored before the permutation test have no p-value.
+          'p (sign-flip)': g.pValue === undefined ? 'n/a' : g.pValue.toPrecision(2),
         })),
       ),
     );

@@ -56,7 +56,9 @@ describe('mockworld report of an Evaluation run', () => {
     bfclOverall: { categories: ['multi_turn_base'], complete: false, accuracy: 0.5, ci: [0, 1] },
     comparison: {
       against: 'eval-b',
-      groups: [{ benchmark: 'tau2', group: 'airline', tasks: 2, difference: 0.25, ci: [0, 0.5] }],
+      groups: [
+        { benchmark: 'tau2', group: 'airline', tasks: 2, difference: 0.25, ci: [0, 0.5], pValue: 0.5 },
+      ],
     },
   };
 
@@ -88,7 +90,7 @@ describe('mockworld report of an Evaluation run', () => {
       'BFCL-V4 multi-turn overall (unweighted mean of 1 categories, INCOMPLETE: not all four): 0.500',
     );
     expect(stdout).toContain('paired difference to eval-b');
-    expect(stdout).toMatch(/tau2\s+airline\s+2\s+0\.250\s+\[0\.000, 0\.500\]/);
+    expect(stdout).toMatch(/tau2\s+airline\s+2\s+0\.250\s+\[0\.000, 0\.500\]\s+0\.50/);
   });
 
   it('shows the trials stored so far of a run without metrics', async () => {

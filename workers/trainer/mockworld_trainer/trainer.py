@@ -1,7 +1,7 @@
 """Exactly-once trainer steps on top of at-least-once activities.
 
-``Trainer.train_step(run_id, step, batch_ref)`` is idempotent by (run_id, step) (DESIGN: "trainer
-steps are idempotent by (run, step): a retried step that was already applied returns its result"):
+``Trainer.train_step(run_id, step, batch_ref)`` is idempotent by (run_id, step) (ARCHITECTURE.md, "How a spec
+flows", 4: "a retried step returns the recorded result"):
 
 * step <= latest applied: the recorded result is returned and nothing is stepped (the same batch_ref
   and kind are required, else StepMismatchError);
