@@ -5,8 +5,8 @@
  *
  * Chosen by measuring the embedded SmolLM2-135M-Instruct (transformers `generate` on the
  * de-quantized GGUF, groups of 4, 24 new tokens). With the shipped solve prompt (system prompt +
- * "think it through step by step ... \boxed{}") it answered 0 of 48 two-digit and 0 of 40
- * single-digit additions correctly at 48-96 tokens: no group has a reward to learn from. Asking
+ * "think it through step by step ... \boxed{}") it answered none of 48 single-digit and 48
+ * two-digit additions at 48 tokens, nor of 40 single-digit ones at 96: no reward to learn from. Asking
  * for one line "The answer is <number>": 1/40 at temperature 1, 9/40 at 0.7, and 2/40 with the
  * shipped system prompt. `complete-the-answer.md` without a system message (`no-system.md`) at
  * 0.7: 7/40 right, 33/40 with a readable answer, 4 of 10 groups with variance.

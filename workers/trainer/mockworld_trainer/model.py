@@ -100,8 +100,72 @@ class ByteTokenizer:
         return bytes(i for i in ids if i < 256).decode(errors="replace")
 
 
+TOOLS_PREAMBLE = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{tools}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>'
+)
+
+
+def with_tools_as_text(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transcript in the Hermes tool format, for a chat template that does not render tools itself.
+
+    The tools are listed in the system message (one is added when there is none), an assistant's
+    tool calls are written after its text as ``<tool_call>`` blocks (the format serving/tool_calls.py
+    parses from a generation), and tool results are user turns in ``<tool_response>`` tags. Each message
+    is rewritten on its own, so a prefix of the transcript renders to a prefix of the whole.
+    """
+    listed = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    preamble = TOOLS_PREAMBLE.format(tools=listed)
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        content = content or ""
+        if m["role"] == "assistant":
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function", call)
+                args = fn.get("arguments") or "{}"
+                try:
+                    args = json.loads(args) if isinstance(args, str) else args
+                except ValueError:
+                    pass  # written as the model wrote it
+                body = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+                block = f"<tool_call>\n{body}\n</tool_call>"
+                content = f"{content}\n{block}" if content else block
+            out.append({"role": "assistant", "content": content})
+        elif m["role"] == "tool":
+            out.append({"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"})
+        else:
+            out.append({"role": m["role"], "content": content})
+    if out and out[0]["role"] == "system":
+        out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{preamble}"}
+    else:
+        out.insert(0, {"role": "system", "content": preamble})
+    return out
+
+
+def template_renders_tools(hf_tokenizer: Any) -> bool:
+    """Whether the chat template writes the request's tools into the prompt (SmolLM2's, for one, does not)."""
+    probe_tool = {"type": "function", "function": {"name": "zz_probe_tool", "description": "", "parameters": {}}}
+    try:
+        text = hf_tokenizer.apply_chat_template(
+            [{"role": "user", "content": "x"}], tools=[probe_tool], tokenize=False, add_generation_prompt=True
+        )
+    except Exception:  # noqa: BLE001 - a template that fails on tools does not render them
+        return False
+    return "zz_probe_tool" in text
+
+
 class ChatTemplateTokenizer:
     """A Hugging Face tokenizer with a chat template; the loss mask comes from prefix differences.
+
+    A template that does not render tools gets them as text (``with_tools_as_text``, the Hermes format
+    the policy server parses back into ``tool_calls``), so the policy sees its tools and the trainer
+    scores the same tokens the server prompted with.
 
     For assistant message k, the template is rendered for messages[:k] with the generation prompt
     (what the policy saw) and for messages[:k+1]; the text between them is what the policy wrote. Its
@@ -118,8 +182,11 @@ class ChatTemplateTokenizer:
         pad = hf_tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else hf_tokenizer.eos_token_id
         self.eot = hf_tokenizer.eos_token
+        self.renders_tools = template_renders_tools(hf_tokenizer)
 
     def _render(self, messages: Sequence[dict[str, Any]], tools: Any, generation_prompt: bool) -> str:
+        if tools and not self.renders_tools:
+            messages, tools = with_tools_as_text(messages, tools), None
         return self.hf.apply_chat_template(
             list(messages), tools=tools or None, tokenize=False, add_generation_prompt=generation_prompt
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from trainer_data import TINY, byte_level_hf_tokenizer, make_pretrained_dir, transcript
@@ -81,3 +83,37 @@ def test_a_pretrained_directory_loads_offline_with_its_chat_template(tmp_path):
         load_model(
             parse_model_spec({"kind": "pretrained", "path": str(tmp_path / "missing")}), None, torch.device("cpu")
         )
+
+
+# --- a chat template that does not render tools -----------------------------------------------------
+
+PLAIN_CHATML = (
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+TOOLS = [{"type": "function", "function": {"name": "get_logs", "description": "Logs of a service.", "parameters": {}}}]
+
+
+def test_tools_a_template_ignores_are_written_as_text_the_server_parses_back():
+    from mockworld_trainer.model import template_renders_tools
+    from mockworld_trainer.serving.tool_calls import parse_tool_calls
+
+    hf = byte_level_hf_tokenizer()
+    assert template_renders_tools(hf)  # the tests' template renders them: nothing is rewritten
+    hf.chat_template = PLAIN_CHATML  # SmolLM2's kind: content only, tools dropped
+    tok = ChatTemplateTokenizer(hf)
+    assert not tok.renders_tools
+    messages = transcript("Rolled back.")
+    text = hf.decode(tok.encode(messages, TOOLS).input_ids)
+    assert "<tools>" in text and '"get_logs"' in text  # the policy sees its tools
+    assert "<tool_response>\nOOM after v2.1 deploy\n</tool_response>" in text
+    # The assistant's call is trained as the text the server turns back into the same call.
+    enc = tok.encode(messages, TOOLS)
+    generated = hf.decode([t for t, bit in zip(enc.input_ids, enc.loss_mask, strict=True) if bit])
+    first_turn = generated.split("<|im_end|>")[0]
+    content, calls = parse_tool_calls(first_turn, frozenset({"get_logs"}))
+    assert content == "Checking logs." and calls[0]["name"] == "get_logs"
+    assert json.loads(calls[0]["arguments"]) == {"svc": "checkout"}
+    # Served prompts are prefixes of the trained transcript, tools included.
+    prompt = tok.generation_prompt(messages[:2], TOOLS)
+    assert enc.input_ids[: len(prompt)] == prompt
