@@ -114,14 +114,16 @@ def test_a_missing_or_unreadable_gguf_file_is_a_bad_request(tmp_path, monkeypatc
     assert not [p for p in gguf.cache_root().iterdir() if p.name.startswith(".")]  # no temporary left
 
 
-def test_a_grpo_step_on_a_gguf_base_is_saved_and_served(gguf_file, trainer, tmp_path):
+@pytest.mark.parametrize("lora", [None, {"r": 4, "target_modules": ["q_proj", "v_proj"]}], ids=["full", "lora"])
+def test_a_grpo_step_on_a_gguf_base_is_saved_and_served(gguf_file, trainer, tmp_path, lora):
     env = ActivityEnvironment()
     acts = TrainerActivities(trainer)
-    model = {"kind": "gguf", "path": str(gguf_file)}
+    model = {"kind": "gguf", "path": str(gguf_file), **({"lora": lora} if lora else {})}
     env.run(acts.register_run, {"run_id": "wf-gguf", "model": model})
     ref = write_jsonl(tmp_path / "b.jsonl", rollout_batch())
     out = env.run(acts.grpo_step, {"run_id": "wf-gguf", "step": 1, "batch_ref": ref, "model": model})
     assert out["step"] == 1 and out["metrics"]["num_tokens"] > 0
+    assert (out["adapter_path"] is not None) == bool(lora)  # a LoRA run checkpoints its adapters
     base = parse_model_spec(model)
     trained = trainer.store.weights_dir("wf-gguf", 1)
     server = PolicyServer("wf-gguf", base=base, store=trainer.store, device=torch.device("cpu"), port=0).start()
@@ -135,4 +137,4 @@ def test_a_grpo_step_on_a_gguf_base_is_saved_and_served(gguf_file, trainer, tmp_
             assert json.loads(response.read())["choices"][0]["message"]["role"] == "assistant"
     finally:
         server.close()
-    assert (trained / "config.json").exists()
+    assert (trained / "config.json").exists() or (trained / "adapter_config.json").exists()
