@@ -45,18 +45,6 @@ export interface SftDataset {
   readonly steps: number;
 }
 
-/**
- * Builds an SFT run's data set from the kept demonstrations of a synthesis run and writes its
- * trainer batches (one per optimizer step, in a seeded order per epoch) to `trainer_batches` under
- * the run; the Python trainer reads them by reference. Each demonstration is converted as the
- * `sft` export converts it (activities/export/layouts.ts sftRecords): the transcript with the tools
- * it could call. Tasks are held out exactly as GrpoTraining holds them out.
- *
- * Throws {@link TrainingPlanError} (not retryable), naming the spec field to change, when more
- * tasks are held out than kept, when no demonstration is left, or when `examples` asks for more
- * than are kept. Idempotent and insert-only: a re-build writes the same rows, and a batch the
- * trainer may already have stepped on is never altered.
- */
 /** The units the held-out split draws from (tasks or problems), each with its SFT records. */
 async function sourceUnits(
   pool: pg.Pool,
@@ -68,6 +56,20 @@ async function sourceUnits(
   return units;
 }
 
+/**
+ * Builds an SFT run's data set from the kept demonstrations of a synthesis run and writes its
+ * trainer batches (one per optimizer step, in a seeded order per epoch) to `trainer_batches` under
+ * the run; the Python trainer reads them by reference. Each demonstration is converted as the
+ * `sft` export converts it (activities/export/layouts.ts sftRecords): the transcript with the tools
+ * it could call. Tasks are held out exactly as GrpoTraining holds them out. With `source:
+ * reasoning` the units are the kept reasoning problems and their records the correct solutions
+ * (sft-reasoning.ts).
+ *
+ * Throws {@link TrainingPlanError} (not retryable), naming the spec field to change, when more
+ * tasks are held out than kept, when no demonstration is left, or when `examples` asks for more
+ * than are kept. Idempotent and insert-only: a re-build writes the same rows, and a batch the
+ * trainer may already have stepped on is never altered.
+ */
 export async function buildSftDataset(pool: pg.Pool, input: BuildSftDatasetInput): Promise<SftDataset> {
   const tasks = await sourceUnits(pool, input);
   const unit = input.source === 'reasoning' ? 'problems' : 'tasks';
