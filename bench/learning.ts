@@ -112,24 +112,20 @@ async function main(): Promise<void> {
       DATABASE_URL: db.url,
     };
     const base = { kind: 'gguf', path: gguf, dtype: 'float32' } as const;
-    const [trainer, policy] = await timed(
-      'start trainer and policy server (de-quantize the GGUF once)',
-      async () => {
-        const policyServer = startPython(
-          'mockworld_trainer.policy_server',
-          ['--any-run', '--port', '0', '--base', JSON.stringify(base)],
-          env,
-          /policy server for runs under .* at http/,
-        );
-        run.onCleanup('policy server', () => policyServer.kill());
-        await policyServer.ready; // it converts the GGUF; the trainer then finds the cached directory
-        const trainerWorker = startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
-        run.onCleanup('trainer', () => trainerWorker.kill());
-        await trainerWorker.ready;
-        return [trainerWorker, policyServer] as const;
-      },
-    );
-    void trainer;
+    const policy = await timed('start trainer and policy server (de-quantize the GGUF once)', async () => {
+      const policyServer = startPython(
+        'mockworld_trainer.policy_server',
+        ['--any-run', '--port', '0', '--base', JSON.stringify(base)],
+        env,
+        /policy server for runs under .* at http/,
+      );
+      run.onCleanup('policy server', () => policyServer.kill());
+      await policyServer.ready; // it converts the GGUF; the trainer then finds the cached directory
+      const trainerWorker = startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
+      run.onCleanup('trainer', () => trainerWorker.kill());
+      await trainerWorker.ready;
+      return policyServer;
+    });
     const baseUrl = /(http:\/\/\S+\/v1)/.exec(await policy.ready)![1]!;
     const evalWorker = await startEvalWorker({
       TEMPORAL_ADDRESS: temporal.server.address,
