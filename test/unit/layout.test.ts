@@ -127,6 +127,17 @@ describe('the layout', () => {
     expect(long).toEqual([]);
   });
 
+  it("ARCHITECTURE.md's import table states exactly these rules", () => {
+    const text = readFileSync(path.join(REPO_ROOT, 'ARCHITECTURE.md'), 'utf8');
+    const section = text.slice(text.indexOf('## Who may import what'), text.indexOf('## Versioning'));
+    const rows = [...section.matchAll(/^\| `(\w+)\/` \|([^|]*)\|/gm)].map(([, folder, imports]) => [
+      folder,
+      [...imports!.matchAll(/`(\w+)\/`/g)].map(([, part]) => part).sort(),
+    ]);
+    const rules = Object.entries(MAY_IMPORT).map(([folder, parts]) => [folder, [...parts].sort()]);
+    expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(rules));
+  });
+
   it('every top-level part has a README saying what it owns', () => {
     const parts = [
       ...PRODUCT,
