@@ -20,7 +20,7 @@ import {
   scoreReasoningEpisode,
   type ReasoningRolloutDependencies,
 } from '../training/reasoning-rollout.js';
-import { loadTemplate, type TemplateChoice } from '../templates/templates.js';
+import { loadTemplate, SHIPPED_TEMPLATES } from '../templates/templates.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import type { EpisodeHooks } from '../world/index.js';
 import { readBenchmarkFile, type BenchmarkFile } from './benchmark-file.js';
@@ -55,8 +55,6 @@ export async function listReasoningBenchmarkTasks(data: ReasoningListInput): Pro
   );
   return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
 }
-
-const SHIPPED_TEMPLATES: TemplateChoice = { version: 'v1', overrides: {} };
 
 /**
  * Runs one (problem, trial) exactly once and stores it: the reward (1/0), how the episode ended,

@@ -34,6 +34,9 @@ export interface TemplateChoice {
   readonly overrides: Partial<Record<TemplateStage, string>>;
 }
 
+/** The shipped v1 templates with no override: what a run uses when its spec chooses none. */
+export const SHIPPED_TEMPLATES: TemplateChoice = { version: 'v1', overrides: {} };
+
 /** A loaded template: its text and an id for provenance (`v1/toolset` or `file:<sha256 prefix>`). */
 export interface Template {
   readonly stage: TemplateStage;

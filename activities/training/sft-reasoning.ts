@@ -3,7 +3,7 @@ import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
 import type { ReasoningSolution } from '../../schemas/reasoning-synthesis.js';
 import { TemplatesSchema } from '../../schemas/synthesis-spec.js';
 import { solveMessages } from '../synthesis/reasoning.js';
-import type { TemplateChoice } from '../templates/templates.js';
+import { SHIPPED_TEMPLATES, type TemplateChoice } from '../templates/templates.js';
 import { reasoningTools } from './reasoning-rollout.js';
 
 /** One kept reasoning problem of a Synthesis run with its SFT records (one per correct solution). */
@@ -54,5 +54,5 @@ async function synthesisTemplates(pool: pg.Pool, runId: string): Promise<Templat
     'SELECT spec FROM runs WHERE run_id = $1',
     [runId],
   );
-  return TemplatesSchema.parse(rows[0]?.spec?.templates ?? { version: 'v1', overrides: {} });
+  return TemplatesSchema.parse(rows[0]?.spec?.templates ?? SHIPPED_TEMPLATES);
 }

@@ -3,14 +3,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveDataFile } from '../data-files.js';
 import { TemplateFileError } from '../templates/errors.js';
-import { renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { renderTemplate, SHIPPED_TEMPLATES, type TemplateChoice } from '../templates/templates.js';
 import { ASK_USER_TOOL_NAME } from './ask-user.js';
 
 /** Where the shipped template versions live (beside `templates.ts`). */
 const SHIPPED_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'templates');
 
 /** The shipped templates, when a caller names none. */
-const DEFAULT_TEMPLATES: TemplateChoice = { version: 'v1', overrides: {} };
 
 const prompts = new Map<string, string>();
 
@@ -21,7 +20,7 @@ const prompts = new Map<string, string>();
  * prompt names no task detail and no turn budget: the tools travel as function specs and I as
  * the first user message, so the same prompt serves every task.
  */
-export function agentSystemPrompt(templates: TemplateChoice = DEFAULT_TEMPLATES): string {
+export function agentSystemPrompt(templates: TemplateChoice = SHIPPED_TEMPLATES): string {
   const override = templates.overrides['agent'];
   // Same resolution as loadTemplate, which is asynchronous and cannot serve a synchronous caller.
   const file = override

@@ -13,7 +13,7 @@ export interface PromptMessage {
 }
 
 /** The shipped templates, used by the async helpers when the caller passes no choice. */
-export const SHIPPED_TEMPLATES: TemplateChoice = { version: 'v1', overrides: {} };
+export { SHIPPED_TEMPLATES } from '../../templates/templates.js';
 
 /** Throws {@link ProtocolInputError} unless `template` was loaded for `stage`. */
 export function requireStage(template: Template, stage: TemplateStage, operation: string): void {

@@ -39,12 +39,16 @@ from .lora import is_lora, merged, save_adapters
 STALE_TMP_S = 6 * 3600  # a temporary dir this old belongs to a writer that died
 
 
+def mockworld_home() -> Path:
+    """The state directory: MOCKWORLD_HOME, else ~/.mockworld (as schemas/environment.ts resolves it)."""
+    return Path(os.environ.get("MOCKWORLD_HOME") or os.path.join(os.path.expanduser("~"), ".mockworld"))
+
+
 def default_root() -> Path:
     explicit = os.environ.get("MOCKWORLD_CHECKPOINT_DIR")
     if explicit:
         return Path(explicit)
-    home = os.environ.get("MOCKWORLD_HOME") or os.path.join(os.path.expanduser("~"), ".mockworld")
-    return Path(home) / "checkpoints"
+    return mockworld_home() / "checkpoints"
 
 
 def _fsync_tree(path: Path) -> None:

@@ -12,19 +12,18 @@ temporary name and renamed into place, so concurrent processes never see half of
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from .checkpoint import mockworld_home
 from .errors import BadRequestError
 
 HASH_CHUNK = 1 << 20
 
 
 def cache_root() -> Path:
-    home = os.environ.get("MOCKWORLD_HOME") or os.path.join(os.path.expanduser("~"), ".mockworld")
-    return Path(home) / "models" / "transformers"
+    return mockworld_home() / "models" / "transformers"
 
 
 def file_sha256(path: Path) -> str:

@@ -50,12 +50,17 @@ class TranscriptTokenizer(Protocol):
     ) -> list[int]: ...
 
 
+def content_text(message: dict[str, Any]) -> str:
+    """A message's content as one string: OpenAI content parts joined, none as empty."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
 def message_text(message: dict[str, Any]) -> str:
     """The text of a message as the byte tokenizer writes it: content, then one JSON line per tool call."""
-    content = message.get("content")
-    if isinstance(content, list):  # OpenAI content parts
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    text = content or ""
+    text = content_text(message)
     for call in message.get("tool_calls") or []:
         text += "\n<tool_call>" + json.dumps(call.get("function", call), sort_keys=True) + "</tool_call>"
     return text
@@ -121,10 +126,7 @@ def with_tools_as_text(messages: Sequence[dict[str, Any]], tools: Sequence[dict[
     preamble = TOOLS_PREAMBLE.format(tools=listed)
     out: list[dict[str, Any]] = []
     for m in messages:
-        content = m.get("content")
-        if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        content = content or ""
+        content = content_text(m)
         if m["role"] == "assistant":
             for call in m.get("tool_calls") or []:
                 fn = call.get("function", call)

@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from .checkpoint import mockworld_home
+
 log = logging.getLogger("mockworld.tracking")
 
 Scalar = str | int | float | bool
@@ -53,8 +55,7 @@ def tracking_dir() -> Path:
     explicit = os.environ.get("MOCKWORLD_TENSORBOARD_DIR")
     if explicit:
         return Path(explicit)
-    home = os.environ.get("MOCKWORLD_HOME") or os.path.join(os.path.expanduser("~"), ".mockworld")
-    return Path(home) / "tensorboard"
+    return mockworld_home() / "tensorboard"
 
 
 def run_dir(root: Path, run_id: str) -> Path:
