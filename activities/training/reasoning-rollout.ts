@@ -6,8 +6,8 @@
  * like a mock-world rollout (checkpointed per turn, resumed on retry, batched for the trainer); its
  * reward in `correctness_rewards` under the episode's id, so a retry scores nothing again.
  */
+import type { ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
 import type pg from 'pg';
-import { BOUNDS } from '../../schemas/bounds.js';
 import { EpisodeInputSchema, type EndReason, type EpisodeInput } from '../../schemas/episode-input.js';
 import type { FunctionTool } from '../../schemas/function-tool.js';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
@@ -18,14 +18,9 @@ import type { ModelClient } from '../llm/index.js';
 import { callPythonTool, PYTHON_TOOL, type RunDependencies } from '../sandbox/index.js';
 import { callSearchTool, SEARCH_TOOL } from '../search/index.js';
 import { solveMessages } from '../synthesis/reasoning.js';
-import { TaskNotFoundError, TaskNotReadyError, type EpisodeHooks } from '../world/index.js';
-import { checkpointEpisode, openEpisode, type EpisodeState } from '../world/episode-store.js';
-import { boundedTurn, progressOf } from '../world/episode-runner.js';
-import { callSettings } from '../world/model-roles.js';
-import { tooManyCallsObservation } from '../world/observations.js';
-import { agentForTurn, isCutTurn, responseTokensAfter } from '../world/response-length.js';
-import { offPolicyTurn } from '../world/served-version.js';
-import { assistantEntry, toolCallsOf, type AgentToolCall } from '../world/transcript.js';
+import { playEpisode, TaskNotFoundError, TaskNotReadyError, type EpisodeHooks } from '../world/index.js';
+import type { EpisodeState } from '../world/episode-store.js';
+import type { AgentToolCall } from '../world/transcript.js';
 import { rolloutEpisode, type RolloutInput } from './rollout.js';
 
 /** A kept reasoning problem as a rollout needs it. */
@@ -114,9 +109,9 @@ export async function runReasoningRollout(
 }
 
 /**
- * Plays (or resumes) one episode of the policy on a problem: its turns, with every tool call run for
- * real, in order; an unknown tool or a call past the per-turn bound gets an error observation, never
- * a failed activity. Returns the finished episode's state.
+ * Plays (or resumes) one episode of the policy on a problem through the shared loop
+ * (world/episode-loop.ts, which bounds it), with every tool call run for real, in order; an unknown
+ * tool gets an error observation, never a failed activity. Returns the finished episode's state.
  */
 export async function playReasoningEpisode(
   deps: ReasoningRolloutDependencies,
@@ -125,7 +120,7 @@ export async function playReasoningEpisode(
   tooling: Pick<ReasoningMix, 'search' | 'sandbox'>,
   hooks: EpisodeHooks = {},
 ): Promise<EpisodeState> {
-  const { pool, models } = deps;
+  const { pool } = deps;
   const { signal } = hooks;
   signal?.throwIfAborted();
   const searchBackend = tooling.search;
@@ -148,63 +143,26 @@ export async function playReasoningEpisode(
     return { content: outcome.content, error: outcome.hits === null };
   };
 
-  let state = await openEpisode(
-    pool,
+  const opening = await solveMessages(problem.kind, problem.scenario, episode.templates);
+  return playEpisode(
+    deps,
     episode,
-    await solveMessages(problem.kind, problem.scenario, episode.templates),
+    {
+      opening,
+      offer: () => ({ tools }),
+      answer: async (_transcript, calls) => {
+        const toolMessages: ChatCompletionToolMessageParam[] = [];
+        let toolErrors = 0;
+        for (const call of calls) {
+          const { content, error } = await answer(call);
+          if (error) toolErrors += 1;
+          toolMessages.push({ role: 'tool', tool_call_id: call.id, content });
+        }
+        return { toolMessages, toolCalls: calls.length, userQuestions: 0, toolErrors, userStopped: false };
+      },
+    },
+    hooks,
   );
-  while (state.endReason === null) {
-    signal?.throwIfAborted();
-    const turn = state.turns + 1;
-    const agent = agentForTurn(episode.agent, episode.maxResponseTokens, state.responseTokens);
-    const reply = await models.chat({
-      ...callSettings(agent, episode.agentRoleName, { runId: episode.runId, signal }),
-      messages: state.messages,
-      tools,
-      sampleIndex: episode.sampleIndex,
-      policyVersion: episode.policyVersion,
-    });
-    const assistant = boundedTurn(assistantEntry(reply.message, turn));
-    const calls = toolCallsOf(assistant);
-    const toolMessages = [];
-    let toolErrors = 0;
-    for (const [i, call] of calls.entries()) {
-      const { content, error } =
-        i < BOUNDS.toolCallsPerTurn
-          ? await answer(call)
-          : { content: tooManyCallsObservation(call.name, BOUNDS.toolCallsPerTurn), error: true };
-      if (error) toolErrors += 1;
-      toolMessages.push({ role: 'tool' as const, tool_call_id: call.id, content });
-    }
-    const openingTokens = state.openingTokens ?? reply.usage.promptTokens;
-    const responseTokens = responseTokensAfter(openingTokens, reply.usage);
-    const endReason: EndReason | null = isCutTurn(reply.finishReason)
-      ? 'length_limit'
-      : calls.length === 0
-        ? 'final_answer'
-        : episode.maxResponseTokens !== undefined && responseTokens >= episode.maxResponseTokens
-          ? 'length_limit'
-          : turn >= episode.maxTurns
-            ? 'max_turns'
-            : null;
-    const next: EpisodeState = {
-      episodeId: episode.episodeId,
-      messages: [...state.messages, assistant, ...toolMessages],
-      turns: turn,
-      toolCalls: state.toolCalls + calls.length,
-      userQuestions: 0,
-      toolErrors: state.toolErrors + toolErrors,
-      endReason,
-      endDetail: null,
-      openingTokens,
-      responseTokens,
-      offPolicy: state.offPolicy ?? offPolicyTurn(episode.policyVersion, reply.servedVersion, turn) ?? null,
-    };
-    await checkpointEpisode(pool, state.turns, next);
-    state = next;
-    await hooks.onTurn?.(progressOf(state));
-  }
-  return state;
 }
 
 /**

@@ -7,11 +7,18 @@
 export {
   createEpisodeRunner,
   runEpisode,
-  type EpisodeHooks,
   type EpisodeRunner,
   type EpisodeRunnerDependencies,
   type EpisodeRunnerOptions,
 } from './episode-runner.js';
+export {
+  boundedTurn,
+  playEpisode,
+  progressOf,
+  type EpisodeEnvironment,
+  type EpisodeHooks,
+  type TurnAnswers,
+} from './episode-loop.js';
 export { agentSystemPrompt } from './agent-prompt.js';
 export type { EpisodeProgress, EpisodeSummary } from './episode-summary.js';
 export { ASK_USER_TOOL, ASK_USER_TOOL_NAME } from './ask-user.js';

@@ -48,7 +48,11 @@ describe('the trainer contract as JSON Schema (schemas/json/)', () => {
     const model = JSON.parse(emitted['trainer/model-spec.json']!) as {
       oneOf: Array<{ properties: Record<string, { const?: string; enum?: string[] }> }>;
     };
-    expect(model.oneOf.map((branch) => branch.properties['kind']!.const)).toEqual(['tiny', 'pretrained', 'gguf']);
+    expect(model.oneOf.map((branch) => branch.properties['kind']!.const)).toEqual([
+      'tiny',
+      'pretrained',
+      'gguf',
+    ]);
     expect(model.oneOf[1]!.properties['dtype']!.enum).toEqual(['float32', 'bfloat16']);
   });
 
