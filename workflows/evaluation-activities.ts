@@ -12,39 +12,24 @@ import type {
 } from '../schemas/evaluation-contract.js';
 import type { ReasoningBenchmark, ReasoningTrialInput } from '../schemas/reasoning-evaluation.js';
 import type { SyntheticBenchmark } from '../schemas/synthetic-evaluation.js';
-// Not from evaluation-contract.ts: workflow code evaluates its imports once per workflow run, and
-// that module builds zod schemas.
-import { EVAL_ERROR_TYPES } from '../schemas/worker-error-types.js';
+import { EVAL_SHORT_RETRY, EVAL_TRIAL_RETRY, withNonRetryable } from './activity-options.js';
 
 /**
  * The Python evaluation worker's activities on `taskQueue` (schemas/evaluation-contract.ts).
  * A trial heartbeats its step count while its process runs, so a killed worker is noticed within
  * the heartbeat timeout and the trial retried elsewhere; a trial whose row is stored is never run
- * again, so retries are safe. An unreachable model endpoint (EvalModelUnreachable) is retried for
- * about 25 minutes of backoff before the run fails naming it; EVAL_ERROR_TYPES are never retried.
+ * again, so retries are safe (the policies are activity-options.ts's).
  */
 const TRIAL_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '1 minute',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 30,
-    nonRetryableErrorTypes: [...EVAL_ERROR_TYPES],
-  },
+  retry: EVAL_TRIAL_RETRY,
 };
 
 /** Listing tasks and summarizing read files and rows: short, few retries. */
 const SHORT_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 12,
-    nonRetryableErrorTypes: [...EVAL_ERROR_TYPES],
-  },
+  retry: EVAL_SHORT_RETRY,
 };
 
 /**
@@ -77,13 +62,13 @@ const LOCAL_NON_RETRYABLE = [
 /** Options of the CPU worker's benchmark trials (test/integration/retry-table.test.ts runs them). */
 export const LOCAL_TRIAL_OPTIONS: ActivityOptions = {
   ...TRIAL_OPTIONS,
-  retry: { ...TRIAL_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
+  retry: withNonRetryable(EVAL_TRIAL_RETRY, LOCAL_NON_RETRYABLE),
 };
 
 /** Options of the CPU worker's benchmark listings. */
 export const LOCAL_SHORT_OPTIONS: ActivityOptions = {
   ...SHORT_OPTIONS,
-  retry: { ...SHORT_OPTIONS.retry, nonRetryableErrorTypes: LOCAL_NON_RETRYABLE },
+  retry: withNonRetryable(EVAL_SHORT_RETRY, LOCAL_NON_RETRYABLE),
 };
 
 /**

@@ -1,8 +1,8 @@
 import { proxyActivities } from '@temporalio/workflow';
-import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
 import type { TrainingActivities } from '../activities/training/index.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import type { SyncPolicyResult } from '../schemas/policy-serving.js';
+import { WEIGHT_SYNC_RETRY } from './activity-options.js';
 
 /**
  * Weight sync of a GrpoTraining run whose spec has `policy.serving` (schemas/policy-serving.ts):
@@ -18,13 +18,7 @@ import type { SyncPolicyResult } from '../schemas/policy-serving.js';
 const { syncPolicyWeights } = proxyActivities<Pick<TrainingActivities, 'syncPolicyWeights'>>({
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '1 minute',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 5,
-    nonRetryableErrorTypes: [...NON_RETRYABLE_ACTIVITY_ERRORS],
-  },
+  retry: WEIGHT_SYNC_RETRY,
 });
 
 type Policy = GrpoSpec['policy'];
