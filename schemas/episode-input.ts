@@ -1,11 +1,7 @@
 import { z } from 'zod';
 import { ModelRoleSchema } from './model-endpoint.js';
-import {
-  DEFAULT_WORLD,
-  TemplateOverrideStageSchema,
-  TurnToolChoicesSchema,
-  WorldSchema,
-} from './synthesis-spec.js';
+import { DEFAULT_WORLD, TurnToolChoicesSchema, WorldSchema } from './synthesis-spec.js';
+import { TemplatesSchema } from './templates.js';
 
 /** Why an episode is run: a teacher demonstration (synthesis), a GRPO rollout, or an evaluation. */
 export const EpisodePurposeSchema = z.enum(['demonstration', 'rollout', 'evaluation']);
@@ -37,18 +33,6 @@ export type EndReason = z.infer<typeof EndReasonSchema>;
  * rule decides whether it is trained on.
  */
 export const TRUNCATED_END_REASONS: readonly EndReason[] = ['max_turns', 'transcript_limit', 'length_limit'];
-
-/**
- * The templates an episode uses: a shipped version and per-stage replacement files. Its output is
- * what the template loader takes (`TemplateChoice` in activities/templates); the episode runner
- * passes it there, so the compiler keeps the two in step.
- */
-export const TemplateChoiceSchema = z
-  .object({
-    version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'a shipped template version such as v1'),
-    overrides: z.partialRecord(TemplateOverrideStageSchema, z.string().min(1)).default({}),
-  })
-  .strict();
 
 /**
  * One episode to run: ids and settings only (it travels in Temporal payloads); the task's tools,
@@ -94,7 +78,7 @@ export const EpisodeInputSchema = z
         "The agent's response at most, in the endpoint's tokens: its turns and the observations between " +
           'them (seed App. A: 13,000). Each turn asks for no more than is left; unset: each turn only its maxTokens.',
       ),
-    templates: TemplateChoiceSchema.default({ version: 'v1', overrides: {} }),
+    templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
     world: WorldSchema.default(DEFAULT_WORLD),
   })
   .strict();

@@ -4,7 +4,7 @@ import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
 import { BenchmarkFileSchema } from './reasoning-evaluation.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
-import { TemplatesSchema } from './synthesis-spec.js';
+import { TemplatesSchema } from './templates.js';
 import { SyntheticBenchmarkSchema } from './synthetic-evaluation.js';
 
 /**

@@ -9,7 +9,8 @@ import { PolicyServingSchema } from './policy-serving.js';
 import { PresetSchema } from './presets.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
-import { DEFAULT_WORLD, TemplatesSchema, WorldSchema } from './synthesis-spec.js';
+import { DEFAULT_WORLD, WorldSchema } from './synthesis-spec.js';
+import { TemplatesSchema } from './templates.js';
 import {
   GgufModelSpecSchema,
   PretrainedModelSpecSchema,

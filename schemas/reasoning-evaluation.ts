@@ -4,7 +4,7 @@ import { ModelRoleSchema } from './model-endpoint.js';
 import { MAX_ANSWER_CHARS } from './reasoning-correctness.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
-import { TemplatesSchema } from './synthesis-spec.js';
+import { TemplatesSchema } from './templates.js';
 
 /**
  * Math and search benchmarks of an Evaluation run (seed 000 Table 3: AIME24/25, HMMT25,

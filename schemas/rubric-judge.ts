@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ModelEndpointSchema, SamplingSchema, type Sampling } from './model-endpoint.js';
 import type { Rubric } from './synthesis-records.js';
+import { TemplatesSchema } from './templates.js';
 
 /**
  * Sampling of a judge role that sets none: greedy, so the same transcript gets the same verdicts,
@@ -25,14 +26,9 @@ export const JudgeInputSchema = z
       .strict()
       .describe('The judge model role; unset sampling = temperature 0 (DEFAULT_JUDGE_SAMPLING).'),
     runId: z.string().min(1).describe('Workflow id of the run that pays for the judge call (usage ledger).'),
-    templates: z
-      .object({
-        version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'a shipped template version such as v1'),
-        overrides: z.record(z.string(), z.string().min(1)).default({}),
-      })
-      .strict()
-      .default({ version: 'v1', overrides: {} })
-      .describe('Template choice of the run; the `judge` stage is used.'),
+    templates: TemplatesSchema.default({ version: 'v1', overrides: {} }).describe(
+      'Template choice of the run; the `judge` stage is used.',
+    ),
     draw: z
       .number()
       .int()

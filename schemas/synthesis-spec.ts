@@ -3,38 +3,10 @@ import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
 import { ReasoningSourceSchema } from './reasoning-synthesis.js';
 import { runNameField } from './run-name.js';
+import { TemplatesSchema } from './templates.js';
 
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
-
-/** Stages whose template file a run may replace (synthesis, the mock world, the rubric judge). */
-export const TemplateOverrideStageSchema = z.enum([
-  'toolset',
-  'refine',
-  'instruction',
-  'agent',
-  'toolSimulator',
-  'userSimulator',
-  'rubric',
-  'coverage',
-  'judge',
-  'reasoningSolve',
-  'reasoningSolveSystem',
-]);
-
-/** Prompt templates: a shipped version, and per-stage files that replace the shipped ones. */
-export const TemplatesSchema = z
-  .object({
-    version: z
-      .enum(['v1'])
-      .default('v1')
-      .describe('Shipped template set (activities/synthesis/templates/<version>).'),
-    overrides: z
-      .partialRecord(TemplateOverrideStageSchema, z.string().min(1))
-      .default({})
-      .describe('Stage → path of a template file that replaces the shipped one (recorded by content hash).'),
-  })
-  .strict();
 
 /** Which refinements of a generated tool set run (seed §3.1); each can be switched off. */
 export const RefineSchema = z

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EvalEndpointSchema, EvalSamplingSchema } from './evaluation-contract.js';
 import { ModelRoleSchema } from './model-endpoint.js';
-import { TemplatesSchema } from './synthesis-spec.js';
+import { TemplatesSchema } from './templates.js';
 
 /**
  * Held-out synthetic tasks as a benchmark of an Evaluation run: kept tasks of a synthesis run that

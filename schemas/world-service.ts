@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ModelRoleSchema, SamplingSchema } from './model-endpoint.js';
 import { ChatMessageSchema } from './openai-chat.js';
 import { DEFAULT_JUDGE_SAMPLING } from './rubric-judge.js';
+import { TemplatesSchema } from './templates.js';
 
 /**
  * The world service (services/world, `mockworld world`): mockworld's tool simulator, user
@@ -29,13 +30,7 @@ export const WorldServiceConfigSchema = z
       .describe(
         'Unset endpoints use the environment default (MOCKWORLD_MODEL_URL, else the embedded model).',
       ),
-    templates: z
-      .object({
-        version: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/),
-        overrides: z.record(z.string(), z.string().min(1)).default({}),
-      })
-      .strict()
-      .default({ version: 'v1', overrides: {} }),
+    templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
     ledgerRunId: z
       .string()
       .min(1)

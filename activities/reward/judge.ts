@@ -12,7 +12,7 @@ import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import { RowVanishedError } from '../store/errors.js';
 import { renderTranscript } from '../synthesis/transcript.js';
-import { loadTemplate, renderTemplate, type TemplateChoice } from '../templates/templates.js';
+import { loadTemplate, renderTemplate } from '../templates/templates.js';
 import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
 import { rubricReward, type RubricReward } from './reward.js';
 import { truncationNote } from './truncation-note.js';
@@ -51,6 +51,7 @@ export interface JudgeDependencies {
 interface JudgementRow {
   episode_id: string;
   task_id: string;
+  template_id: string;
   forbidden_violated: boolean;
   sub_goal_fraction: number | null;
   interaction_fraction: number | null;
@@ -72,7 +73,8 @@ interface JudgementRow {
 export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData): Promise<JudgementSummary> {
   const input = JudgeInputSchema.parse(data);
   const { pool } = deps;
-  const stored = await findJudgement(pool, input);
+  const template = await loadTemplate('judge', input.templates);
+  const stored = await findJudgement(pool, input, template.id);
   if (stored) return stored;
 
   const { judgement, reward, cacheKey, judgeModel, templateId } = await askJudge(deps, input);
@@ -96,7 +98,7 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
     ],
   );
   // Read back: when a concurrent attempt wrote first, its judgement is the one that counts.
-  const written = await findJudgement(pool, input);
+  const written = await findJudgement(pool, input, templateId);
   if (!written) throw new RowVanishedError('judgements', input.episodeId);
   return written;
 }
@@ -110,7 +112,7 @@ export interface JudgeAnswer {
   readonly cacheKey: string;
   /** Model name of the judge endpoint. */
   readonly judgeModel: string;
-  /** The judge template's id (v1/judge or file:<sha256 prefix>). */
+  /** The judge template's id: its text's hash (templates.ts `templateId`). */
   readonly templateId: string;
 }
 
@@ -125,7 +127,7 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
   const task = await loadGradedTask(pool, input.taskId);
   const episode = await loadFinishedEpisode(pool, input);
   const schema = judgementSchema(task.rubric);
-  const template = await loadTemplate('judge', input.templates as TemplateChoice);
+  const template = await loadTemplate('judge', input.templates);
   const endpoint = resolveEndpoint(input.judge.endpoint);
   const { value, cacheKey } = await deps.models.structured(
     {
@@ -169,10 +171,18 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
   };
 }
 
-/** The stored judgement of the episode, if any; one of another task is a caller bug. */
-async function findJudgement(pool: pg.Pool, input: JudgeInput): Promise<JudgementSummary | undefined> {
+/**
+ * The stored judgement of the episode, if any; one of another task is a caller bug. One made with
+ * another judge template text (the template was edited since) is never taken for this one's: the
+ * episode cannot be judged again under its id (a new run judges its own episodes).
+ */
+async function findJudgement(
+  pool: pg.Pool,
+  input: JudgeInput,
+  templateId: string,
+): Promise<JudgementSummary | undefined> {
   const { rows } = await pool.query<JudgementRow>(
-    `SELECT episode_id, task_id, forbidden_violated, sub_goal_fraction, interaction_fraction, reward
+    `SELECT episode_id, task_id, template_id, forbidden_violated, sub_goal_fraction, interaction_fraction, reward
        FROM judgements WHERE episode_id = $1`,
     [input.episodeId],
   );
@@ -182,6 +192,13 @@ async function findJudgement(pool: pg.Pool, input: JudgeInput): Promise<Judgemen
     throw new EpisodeNotGradableError(
       input.episodeId,
       `it was judged for task ${row.task_id}, not ${input.taskId}`,
+    );
+  }
+  if (row.template_id !== templateId) {
+    throw new EpisodeNotGradableError(
+      input.episodeId,
+      `it was judged with judge template ${row.template_id}, and the template is now ${templateId} ` +
+        '(edited since); start a new run to judge with the edited template',
     );
   }
   return {

@@ -34,7 +34,7 @@ export class TemplateValueError extends Error {
   static readonly retryable = false;
   override readonly name = TemplateValueError.type;
   constructor(
-    /** The template's id (`v1/toolset`, `file:<sha256 prefix>`, or its file). */
+    /** The template's id (`v1/toolset@<sha256 prefix>`, `file@<sha256 prefix>`, or its file). */
     readonly templateId: string,
     /** The placeholder without a value. */
     readonly placeholder: string,

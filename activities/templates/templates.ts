@@ -37,7 +37,11 @@ export interface TemplateChoice {
 /** The shipped v1 templates with no override: what a run uses when its spec chooses none. */
 export const SHIPPED_TEMPLATES: TemplateChoice = { version: 'v1', overrides: {} };
 
-/** A loaded template: its text and an id for provenance (`v1/toolset` or `file:<sha256 prefix>`). */
+/**
+ * A loaded template: its text and an id for provenance that names the text by its hash
+ * (`v1/toolset@<sha256 prefix>`, or `file@<sha256 prefix>` for a replacement file), so a template
+ * edited in place is a new id and nothing stored under the old text is taken for the new.
+ */
 export interface Template {
   readonly stage: TemplateStage;
   readonly id: string;
@@ -45,6 +49,11 @@ export interface Template {
 }
 
 const cache = new Map<string, Promise<Template>>();
+
+/** `<source>@<first 16 hex of the text's sha256>`. */
+export function templateId(source: string, text: string): string {
+  return `${source}@${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+}
 
 /** Loads the template of `stage` (an override file if the spec names one), cached per process. */
 export function loadTemplate(stage: TemplateStage, choice: TemplateChoice): Promise<Template> {
@@ -63,9 +72,7 @@ export function loadTemplate(stage: TemplateStage, choice: TemplateChoice): Prom
       (text) => ({
         stage,
         text,
-        id: override
-          ? `file:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`
-          : `${choice.version}/${stage}`,
+        id: templateId(override ? 'file' : `${choice.version}/${stage}`, text),
       }),
       (error: Error) => {
         cache.delete(file);

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { ReasoningKind } from '../../schemas/reasoning-correctness.js';
 import type { ReasoningSolution } from '../../schemas/reasoning-synthesis.js';
-import { TemplatesSchema } from '../../schemas/synthesis-spec.js';
+import { TemplatesSchema } from '../../schemas/templates.js';
 import { solveMessages } from '../synthesis/reasoning.js';
 import { SHIPPED_TEMPLATES, type TemplateChoice } from '../templates/templates.js';
 import { reasoningTools } from './reasoning-rollout.js';

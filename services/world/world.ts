@@ -2,7 +2,6 @@ import type pg from 'pg';
 import { canonicalJson } from '../../activities/llm/cache-key.js';
 import { StructuredOutputRejectedError, type ModelClient } from '../../activities/llm/index.js';
 import { judgeEpisode } from '../../activities/reward/index.js';
-import type { TemplateChoice } from '../../activities/templates/templates.js';
 import {
   agentSystemPrompt,
   answerUser,
@@ -50,7 +49,7 @@ export interface Reward {
   readonly forbidden_violated: boolean;
 }
 
-const templatesOf = (config: WorldServiceConfig) => config.templates as TemplateChoice;
+const templatesOf = (config: WorldServiceConfig) => config.templates;
 
 /** Opens (or, for a retried request id, finds) the session of one trajectory on `taskId`. */
 export async function openSession(

@@ -1,3 +1,7 @@
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   createModelClient,
@@ -11,10 +15,13 @@ import {
   UngradableRubricError,
 } from '../../../activities/reward/index.js';
 import { getPool } from '../../../activities/store/db.js';
+import { templateId } from '../../../activities/templates/templates.js';
 import type { JudgeInputData } from '../../../schemas/rubric-judge.js';
 import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
 import { startModelServer, type ModelServer, type Rule } from '../../../testkit/model-server.js';
 import { insertJudgeable, isRepair, judgeInput, promptOf, query, RUBRIC, verdicts } from './fixtures.js';
+
+const TEMPLATES_DIR = fileURLToPath(new URL('../../../activities/templates/', import.meta.url));
 
 interface JudgementRow {
   task_id: string;
@@ -74,7 +81,7 @@ describe('the rubric judge', () => {
       task_id: 'j-store',
       run_id: 'run-reward',
       judge_model: 'm-store',
-      template_id: 'v1/judge',
+      template_id: expect.stringMatching(/^v1\/judge@[0-9a-f]{16}$/),
       forbidden_violated: false,
       sub_goal_fraction: 0.5,
       interaction_fraction: 1,
@@ -120,6 +127,35 @@ describe('the rubric judge', () => {
     expect(again).toEqual(first);
     expect(server.requestCount('judge')).toBe(1);
     expect(await judgementRows(episodeId)).toHaveLength(1);
+  });
+
+  it('never takes a judgement made with an edited judge template for one of the new text', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mw-judge-template-'));
+    const shipped = await readFile(path.join(TEMPLATES_DIR, 'v1', 'judge.md'), 'utf8');
+    const [before, after] = [path.join(dir, 'before.md'), path.join(dir, 'after.md')];
+    await writeFile(before, shipped);
+    await writeFile(after, `${shipped}\nBe strict about sub-goals.\n`);
+    const withTemplate = (file: string, taskId: string) =>
+      judgeInput(server, 'm-edit', taskId, { templates: { version: 'v1', overrides: { judge: file } } });
+    const episodeId = await insertJudgeable(db.url, 'j-edit');
+    script({ role: 'judge', reply: verdicts([false], [true, true], [true]) });
+
+    await judge(withTemplate(before, 'j-edit'));
+    const [stored] = await judgementRows(episodeId);
+    expect(stored!.template_id).toBe(templateId('file', shipped));
+
+    // The same episode under the edited text: refused, naming both texts, without a judge call.
+    const refused = await judge(withTemplate(after, 'j-edit')).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(EpisodeNotGradableError);
+    expect(String(refused)).toContain(templateId('file', shipped));
+    expect(String(refused)).toContain(templateId('file', `${shipped}\nBe strict about sub-goals.\n`));
+    expect(server.requestCount('judge')).toBe(1);
+
+    // Another episode under the edited text is judged afresh (the prompt differs: no cached answer).
+    const otherId = await insertJudgeable(db.url, 'j-edit-2');
+    await judge(withTemplate(after, 'j-edit-2'));
+    expect(server.requestCount('judge')).toBe(2);
+    expect((await judgementRows(otherId))[0]!.template_id).not.toBe(stored!.template_id);
   });
 
   it('keeps exactly one judgement when two attempts judge the same episode at once', async () => {

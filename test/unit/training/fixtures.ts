@@ -82,7 +82,7 @@ export async function insertJudgement(
     url,
     `INSERT INTO judgements (episode_id, task_id, run_id, judge_model, template_id, llm_cache_key, verdicts,
                              forbidden_violated, sub_goal_fraction, interaction_fraction, reward)
-     VALUES ($1, $2, 'r', 'judge', 'v1/judge', 'k', '{}'::jsonb, $3, $4, $5, $6)`,
+     VALUES ($1, $2, 'r', 'judge', 'v1/judge@0000000000000000', 'k', '{}'::jsonb, $3, $4, $5, $6)`,
     [episodeId, taskId, j.forbidden, j.subGoals, j.interactions, j.reward],
   );
 }
