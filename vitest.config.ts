@@ -1,12 +1,25 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Two projects. `unit` starts no server: no Temporal, no product service, only the machine's
- * PostgreSQL and the in-process scripted model server (testkit/model-server.ts); `npm run
- * test:unit` runs it alone. `integration` (every other test folder) shares one Temporal dev
- * server that its global setup starts. A plain `vitest run` runs unit first, then
- * integration (groupOrder). No test stops or restarts the machine's PostgreSQL: one that restarts
- * PostgreSQL runs an instance of its own (testkit/postgres-instance.ts).
+ * Integration files that must run alone: they saturate both cores for minutes and prove recovery
+ * within timeouts (chaos, GRPO fault injection), or they assert that no sandbox process is left on
+ * the machine, which another file's sandboxed Python would break.
+ */
+const RUN_ALONE = [
+  'test/integration/chaos.test.ts',
+  'test/integration/chaos-evaluation-ranks.test.ts',
+  'test/integration/grpo-faults.test.ts',
+  'test/security/python-sandbox.test.ts',
+];
+
+/**
+ * Three projects, run in this order (groupOrder). `unit` starts no server: no Temporal, no product
+ * service, only the machine's PostgreSQL and the in-process scripted model server
+ * (testkit/model-server.ts); `npm run test:unit` runs it alone. `integration` (every other test
+ * folder) runs two files at a time on one shared Temporal dev server that its global setup starts:
+ * each file has its own databases (testkit/database.ts) and task queues (testkit/temporal.ts), and a
+ * file that restarts a service starts its own instance. `integration-alone` runs RUN_ALONE one
+ * file at a time after them. No test stops or restarts the machine's PostgreSQL.
  */
 export default defineConfig({
   test: {
@@ -27,12 +40,20 @@ export default defineConfig({
           name: 'integration',
           // Every other test folder (integration, badinput, security, replay, and any new one).
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, 'test/unit/**'],
+          exclude: [...configDefaults.exclude, 'test/unit/**', ...RUN_ALONE],
           globalSetup: ['testkit/vitest/global-setup.ts'],
-          // They share one Temporal dev server and one PostgreSQL; files run one at a time so a
-          // restart test never disturbs another file's workflows.
-          fileParallelism: false,
+          maxWorkers: 2,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration-alone',
+          include: RUN_ALONE,
+          globalSetup: ['testkit/vitest/global-setup.ts'],
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
     ],

@@ -17,6 +17,10 @@ venv=$1 lock=$2
 shift 2
 no_deps=()
 [ "${1:-}" = --no-deps ] && no_deps=(--no-deps)
+# One installer at a time per venv (tests that need a venv run its script, and may run at once);
+# the lock file sits beside the venv because `uv venv --clear` empties the venv's folder.
+exec 9>"$venv.lock"
+flock 9
 want=$(sha256sum "$lock" | cut -d' ' -f1)
 stamp="$venv/.lock.sha256"
 if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then exit 0; fi
