@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LOCAL_BENCHMARK_NAMES } from './local-benchmarks.js';
 import { EVAL_ERROR_TYPES } from './worker-error-types.js';
 
 /**
@@ -31,9 +32,17 @@ export type EvalBenchmark = z.infer<typeof EvalBenchmarkSchema>;
 /**
  * Every benchmark an Evaluation runs: the official ones on the Python evaluation worker; math and
  * search (schemas/reasoning-evaluation.ts) and held-out synthetic tasks
- * (schemas/synthetic-evaluation.ts) on the CPU worker. Their trials share eval_trials.
+ * (schemas/synthetic-evaluation.ts) and the registered file benchmarks (schemas/local-benchmarks.ts)
+ * on the CPU worker. Their trials share eval_trials.
  */
-export const EvaluationBenchmarkSchema = z.enum(['bfcl', 'tau2', 'math', 'search', 'synthetic']);
+export const EvaluationBenchmarkSchema = z.enum([
+  'bfcl',
+  'tau2',
+  'math',
+  'search',
+  'synthetic',
+  ...LOCAL_BENCHMARK_NAMES,
+]);
 export type EvaluationBenchmark = z.infer<typeof EvaluationBenchmarkSchema>;
 
 /** An endpoint as the worker takes it: no key, only the name of the variable holding it. */

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { BFCL_CATEGORIES, TAU2_DOMAINS } from './evaluation-contract.js';
 import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
+import {
+  LOCAL_BENCHMARK_NAMES,
+  LOCAL_BENCHMARK_SETTINGS,
+  type LocalBenchmarkName,
+} from './local-benchmarks.js';
 import { BenchmarkFileSchema } from './reasoning-evaluation.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
@@ -152,6 +157,38 @@ const SearchBenchmarkSchema = z
   })
   .strict();
 
+/** A family's entry in an Evaluation spec: its data sets, trials, task selection and settings. */
+function localBenchmarkSpec<S extends z.ZodType>(settings: S) {
+  return z
+    .object({
+      datasets: z
+        .array(BenchmarkFileSchema)
+        .min(1)
+        .refine((files) => new Set(files.map((f) => f.name)).size === files.length, 'names must be distinct')
+        .describe('The data sets, each a group of the run.'),
+      trials: z.number().int().min(1).max(32).default(4).describe('Trials per problem: Avg@k.'),
+      taskIds: z
+        .array(z.string().min(1))
+        .min(1)
+        .optional()
+        .describe('Only these problems (each must exist).'),
+      limit: z.number().int().min(1).optional().describe('Only the first N problems of each data set.'),
+      settings: settings.prefault({} as never),
+    })
+    .strict();
+}
+
+type LocalBenchmarkSpecs = {
+  [K in LocalBenchmarkName]: z.ZodOptional<
+    ReturnType<typeof localBenchmarkSpec<(typeof LOCAL_BENCHMARK_SETTINGS)[K]>>
+  >;
+};
+
+/** `benchmarks.<name>` of an Evaluation spec, for every registered family. */
+const LOCAL_BENCHMARK_SPECS = Object.fromEntries(
+  LOCAL_BENCHMARK_NAMES.map((name) => [name, localBenchmarkSpec(LOCAL_BENCHMARK_SETTINGS[name]).optional()]),
+) as LocalBenchmarkSpecs;
+
 export const EvaluationSpecSchema = z
   .object({
     kind: z.literal('Evaluation'),
@@ -169,6 +206,7 @@ export const EvaluationSpecSchema = z
         synthetic: SyntheticBenchmarkSchema.optional().describe(
           'Held-out synthetic tasks in the mock world, judged by their rubrics.',
         ),
+        ...LOCAL_BENCHMARK_SPECS,
       })
       .strict()
       .refine((b) => Object.values(b).some((benchmark) => benchmark !== undefined), {

@@ -12,6 +12,7 @@ import type {
 } from '../schemas/evaluation-contract.js';
 import type { ReasoningBenchmark, ReasoningTrialInput } from '../schemas/reasoning-evaluation.js';
 import type { SyntheticBenchmark } from '../schemas/synthetic-evaluation.js';
+import type { LocalBenchmarkName } from '../schemas/local-benchmarks.js';
 import { EVAL_SHORT_RETRY, EVAL_TRIAL_RETRY, withNonRetryable } from './activity-options.js';
 
 /**
@@ -84,7 +85,15 @@ function localActivities() {
     listTasks: short.listReasoningBenchmarkTasks,
     runSyntheticTrial: trial.runSyntheticBenchmarkTrial,
     listSyntheticTasks: short.listSyntheticBenchmarkTasks,
+    runLocalTrial: trial.runLocalBenchmarkTrial,
+    listLocalTasks: short.listLocalBenchmarkTasks,
   };
+}
+
+/** A registered file benchmark's group (schemas/local-benchmarks.ts): its file and family settings. */
+export interface LocalGroupSettings {
+  readonly path: string;
+  readonly settings: unknown;
 }
 
 /** A math or search group's settings beyond a trial's: its file and the tools' settings. */
@@ -116,6 +125,7 @@ export interface GroupListing {
   readonly limit?: number;
   readonly reasoning?: ReasoningGroupSettings;
   readonly synthetic?: SyntheticGroupSettings;
+  readonly local?: LocalGroupSettings;
 }
 
 /** A group's tasks: from the Python worker (tau2, BFCL) or from the benchmark file (math, search). */
@@ -127,6 +137,14 @@ export function listGroupTasks(group: GroupListing): Promise<ListTasksResult> {
   if (group.synthetic) {
     const { synthesisRunId, heldOutTasks, seed } = group.synthetic;
     return localActivities().listSyntheticTasks({ synthesisRunId, heldOutTasks, seed, ...selection });
+  }
+  if (group.local) {
+    return localActivities().listLocalTasks({
+      benchmark: group.benchmark as LocalBenchmarkName,
+      group: group.group,
+      path: group.local.path,
+      ...selection,
+    });
   }
   if (group.reasoning) {
     return localActivities().listTasks({
@@ -161,6 +179,19 @@ export function runGroupTrial(
       policy,
       sampling,
       ...roles,
+    });
+  }
+  if (group.local) {
+    return localActivities().runLocalTrial({
+      evaluationId,
+      benchmark: trial.benchmark as LocalBenchmarkName,
+      group: name,
+      taskId,
+      trial: index,
+      trials,
+      policy,
+      sampling,
+      ...group.local,
     });
   }
   if (group.reasoning) {

@@ -4,6 +4,7 @@ import { mapBounded } from './bounded.js';
 import {
   listGroupTasks,
   runGroupTrial,
+  type LocalGroupSettings,
   type ReasoningGroupSettings,
   type SyntheticGroupSettings,
 } from './evaluation-activities.js';
@@ -32,6 +33,8 @@ export interface EvaluationGroupInput {
   readonly reasoning?: ReasoningGroupSettings;
   /** Held-out synthetic tasks: the split and the mock world's roles (run on the CPU worker). */
   readonly synthetic?: SyntheticGroupSettings;
+  /** A registered file benchmark (schemas/local-benchmarks.ts): its file and settings (CPU worker). */
+  readonly local?: LocalGroupSettings;
   /** The run was paused when this child started. */
   readonly paused: boolean;
 }

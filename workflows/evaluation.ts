@@ -8,7 +8,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.js';
-import type { EvalEndpoint, EvaluationMetrics } from '../schemas/evaluation-contract.js';
+import type { EvalEndpoint, EvaluationBenchmark, EvaluationMetrics } from '../schemas/evaluation-contract.js';
 import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
 import { SHORT_ACTIVITY } from './activity-options.js';
 import { pauseSignal, resumeSignal } from './controls.js';
@@ -143,7 +143,44 @@ export function planGroups(
       });
     }
   }
+  groups.push(...localGroups(spec, { ...common, trial: { policy, sampling: spec.sampling } }));
   return groups;
+}
+
+/** The benchmarks an Evaluation spec names that are not registered file benchmarks. */
+const BUILT_IN_BENCHMARKS: ReadonlySet<string> = new Set(['bfcl', 'tau2', 'synthetic', 'math', 'search']);
+
+/**
+ * The groups of the registered file benchmarks (schemas/local-benchmarks.ts): a group per data set.
+ * Any other key of a validated spec's `benchmarks` is one, so this code names no family.
+ */
+function localGroups(
+  spec: EvaluationSpec,
+  common: Pick<EvaluationGroupInput, 'evaluationId' | 'concurrency' | 'taskQueue' | 'trial'>,
+): Omit<EvaluationGroupInput, 'paused'>[] {
+  return Object.entries(spec.benchmarks)
+    .filter(([name, entry]) => !BUILT_IN_BENCHMARKS.has(name) && entry !== undefined)
+    .flatMap(([name, entry]) => {
+      const { datasets, trials, taskIds, limit, settings } = entry as LocalBenchmarkEntry;
+      return datasets.map((dataset) => ({
+        ...common,
+        benchmark: name as EvaluationBenchmark,
+        group: dataset.name,
+        ...(taskIds ? { taskIds } : {}),
+        ...(limit ? { limit } : {}),
+        trials,
+        local: { path: dataset.path, settings },
+      }));
+    });
+}
+
+/** What every registered file benchmark's spec entry holds (schemas/evaluation-spec.ts). */
+interface LocalBenchmarkEntry {
+  readonly datasets: ReadonlyArray<{ readonly name: string; readonly path: string }>;
+  readonly trials: number;
+  readonly taskIds?: string[];
+  readonly limit?: number;
+  readonly settings: unknown;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * The Evaluation run's activities on the CPU worker: the math and search benchmarks (the official
- * tau2 and BFCL code runs on the Python evaluation worker, workers/evaluation).
+ * The Evaluation run's activities on the CPU worker: the math and search benchmarks, held-out
+ * synthetic tasks and the registered file benchmarks (benchmarks/index.ts); the official tau2 and
+ * BFCL code runs on the Python evaluation worker, workers/evaluation.
  */
 import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
 import type { ReasoningListInput, ReasoningTrialInput } from '../../schemas/reasoning-evaluation.js';
@@ -12,6 +13,8 @@ import type { SyntheticListInput, SyntheticTrialInput } from '../../schemas/synt
 import { createEpisodeRunner } from '../world/index.js';
 import { listReasoningBenchmarkTasks, runReasoningBenchmarkTrial } from './reasoning-trial.js';
 import { listSyntheticBenchmarkTasks, runSyntheticBenchmarkTrial } from './synthetic-trial.js';
+import { listLocalBenchmarkTasks, runLocalBenchmarkTrial } from './local-benchmark.js';
+import type { LocalListInput, LocalTrialInput } from '../../schemas/local-benchmark-trial.js';
 
 export { readBenchmarkFile } from './benchmark-file.js';
 export { BenchmarkFileError, EVALUATION_ERRORS, EvalJudgeFailed, EvalTrialConflict } from './errors.js';
@@ -61,6 +64,22 @@ export function createEvaluationActivities(
         { pool: getPool(databaseUrl), models, world },
         input,
         activityHooks(),
+      );
+    },
+
+    /** A registered file benchmark's problem ids, versions and data hash. Not retryable: `BenchmarkFileError`. */
+    async listLocalBenchmarkTasks(input: LocalListInput): Promise<ListTasksResult> {
+      return listLocalBenchmarkTasks(input);
+    },
+
+    /**
+     * One (problem, trial) of a registered file benchmark, exactly once. Not retryable:
+     * `BenchmarkFileError`, `EvalTrialConflict`.
+     */
+    async runLocalBenchmarkTrial(input: LocalTrialInput): Promise<TrialSummary> {
+      return runLocalBenchmarkTrial(
+        { pool: getPool(databaseUrl), models, signal: activityHooks().signal },
+        input,
       );
     },
   };

@@ -37,8 +37,20 @@ const PROGRAMS: Record<string, { right: string; wrong: string }> = {
 const SYNTHESIS_RUN = 'eval-synthetic-fixture';
 const text = (content: unknown) => (typeof content === 'string' ? content : '');
 
+/** The exact-answer sample's answers: trial 0 answers right, trial 1 wrong. */
+const EXACT: Record<string, [string, string]> = {
+  'capital of France': ['The capital is Paris.\nAnswer: paris.', 'Answer: Lyon'],
+  'is the largest': ['Answer: Jupiter', 'Answer: Saturn'],
+  'formula of water': ['Answer: H₂O', 'Answer: H2O2'],
+};
+
 function policy(request: ScriptedRequest): Reply {
   const { messages, seed = 0 } = request.body;
+  const system = text(messages[0]?.content);
+  if (system.startsWith('Answer the question.')) {
+    const asked = text(messages[1]?.content);
+    return Object.entries(EXACT).find(([key]) => asked.includes(key))![1][seed % 2]!;
+  }
   const question = text(messages.find((m) => m.role === 'user')?.content);
   if (question.startsWith('Please sort out record')) return 'All sorted.'; // a synthetic task
   const last = messages[messages.length - 1]!;
@@ -165,6 +177,51 @@ describe('math and search benchmarks in an Evaluation run', () => {
     const first = JSON.parse(lines[0]!) as { benchmark: string; trajectory: Array<{ role: string }> };
     expect(first.benchmark).toBe('math');
     expect(first.trajectory.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant']);
+  });
+
+  it('runs a registered file benchmark (exact answers) through the benchmark registry', async () => {
+    const id = `${runId}-exact`;
+    const summary: EvaluationSummary = await tw.client.workflow.execute('Evaluation', {
+      args: [
+        {
+          kind: 'Evaluation',
+          policy: { endpoint: { baseUrl: models.url, model: 'scripted-policy' } },
+          benchmarks: {
+            exact: {
+              datasets: [{ name: 'exact-sample', path: path.join(examples, 'exact-sample.jsonl') }],
+              trials: 2,
+            },
+          },
+          evalTaskQueue: evalQueue,
+          bootstrapSamples: 200,
+        },
+      ],
+      taskQueue: tw.taskQueue,
+      workflowId: id,
+    });
+    expect(summary.metrics.groups).toEqual([
+      expect.objectContaining({
+        benchmark: 'exact',
+        group: 'exact-sample',
+        tasks: 3,
+        trials: 6,
+        avgAtK: 0.5,
+      }),
+    ]);
+    const trials = await query<{ task_id: string; trial: number; reward: number; detail: string }>(
+      db.url,
+      'SELECT task_id, trial, reward, detail FROM eval_trials WHERE evaluation_id = $1 ORDER BY task_id, trial',
+      [id],
+    );
+    expect(trials.map((t) => [t.task_id, t.trial, t.reward])).toEqual([
+      ['capital-france', 0, 1],
+      ['capital-france', 1, 0],
+      ['largest-planet', 0, 1],
+      ['largest-planet', 1, 0],
+      ['water-formula', 0, 1],
+      ['water-formula', 1, 0],
+    ]);
+    expect(trials[0]!.detail).toBe('answer "paris" matches "paris"');
   });
 
   it('refuses a benchmark file with a bad line before any trial, naming the line', async () => {
