@@ -17,9 +17,14 @@ const BENCHMARK_COLORS = ['#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2',
  */
 function benchmarkPoints(iterations: readonly IterationMetrics[]) {
   return iterations.flatMap(({ iteration, metrics }) => {
-    const scores = metrics.benchmarks as Record<string, unknown> | undefined;
-    return ['bfcl', 'tau2'].flatMap((benchmark) =>
-      Object.entries((scores?.[benchmark] ?? {}) as Record<string, { avg?: unknown }>).flatMap(
+    const {
+      evaluationId: _id,
+      failure: _failure,
+      ...scores
+    } = (metrics.benchmarks ?? {}) as Record<string, unknown>;
+    // Every benchmark the child Evaluation scored, whichever family (the registry's too).
+    return Object.keys(scores).flatMap((benchmark) =>
+      Object.entries((scores[benchmark] ?? {}) as Record<string, { avg?: unknown }>).flatMap(
         ([group, value]) =>
           group !== 'overall' && finite(value?.avg)
             ? [
