@@ -4,8 +4,10 @@ import { EVAL_ERROR_TYPES } from './worker-error-types.js';
 
 /**
  * The Python evaluation worker's activities (workers/evaluation, task queue MOCKWORLD_EVAL_TASK_QUEUE):
- * their names, inputs and outputs. The worker validates the same shapes with pydantic
- * (mockworld_eval/contract.py); test/integration/evaluation.test.ts runs them against each other.
+ * their names, inputs and outputs. They are emitted as JSON Schema into schemas/json/eval/
+ * (eval-json-schema.ts, with the defaults the worker fills in; `npx tsx schemas/emit-json-schema.ts`),
+ * which the worker validates its inputs against (mockworld_eval/contract.py);
+ * test/integration/evaluation.test.ts runs the two sides against each other.
  */
 export const EVAL_ACTIVITY = {
   runTrial: 'eval.runTrial',
@@ -47,7 +49,14 @@ export type EvaluationBenchmark = z.infer<typeof EvaluationBenchmarkSchema>;
 
 /** An endpoint as the worker takes it: no key, only the name of the variable holding it. */
 export const EvalEndpointSchema = z
-  .object({ baseUrl: z.string().min(1), model: z.string().min(1), apiKeyEnv: z.string().optional() })
+  .object({
+    baseUrl: z.string().min(1),
+    model: z.string().min(1),
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/)
+      .optional(),
+  })
   .strict();
 export type EvalEndpoint = z.infer<typeof EvalEndpointSchema>;
 
@@ -117,6 +126,7 @@ export const SummarizeInputSchema = z
     compareWith: z.string().optional(),
     bootstrapSamples: z.number().int().min(100).max(100_000).optional(),
     confidence: z.number().gt(0).lt(1).optional(),
+    seed: z.number().int().describe("The bootstrap's seed (the worker uses 0).").optional(),
   })
   .strict();
 export type SummarizeInput = z.infer<typeof SummarizeInputSchema>;

@@ -15,12 +15,22 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 
-from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from . import environment, metrics, store
-from .contract import LIST_TASKS, RUN_TRIAL, SUMMARIZE, ListTasksInput, SummarizeInput, TrialInput, TrialSummary, dump
+from . import benchmarks, environment, metrics, store
+from .contract import (
+    LIST_TASKS,
+    RUN_TRIAL,
+    SUMMARIZE,
+    ContractError,
+    ListTasksInput,
+    Record,
+    SummarizeInput,
+    TrialInput,
+    TrialSummary,
+    dump,
+)
 from .outcome import InputError
 from .runner import TransientTrialError, TrialCrashed, run_trial_process
 from .trial_metrics import record_trial
@@ -36,12 +46,14 @@ def _bad_input(message: str) -> ApplicationError:
     return ApplicationError(message, type=BAD_INPUT, non_retryable=True)
 
 
-def _parse(model, payload):
+def _parse(record: type[Record], payload) -> Record:
+    """The input validated against its schema file (contract.py); EvalBadInput naming each bad field."""
+    if not isinstance(payload, dict):
+        raise _bad_input(f"{activity.info().activity_type}: input: expected an object, got {payload!r:.80}")
     try:
-        return model.model_validate(payload)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in error.errors())
-        raise _bad_input(f"{activity.info().activity_type}: {problems}") from None
+        return record(payload)
+    except ContractError as error:
+        raise _bad_input(f"{activity.info().activity_type}: {'; '.join(error.problems)}") from None
 
 
 def trial_config(spec: TrialInput) -> dict:
@@ -132,7 +144,7 @@ def run_trial(payload: dict) -> dict:
     started = time.monotonic()
     try:
         outcome = run_trial_process(
-            spec.model_dump_json(by_alias=True),
+            json.dumps(spec.as_json()),
             heartbeat=lambda steps: activity.heartbeat({"steps": steps}),
             interval_s=_heartbeat_interval(),
         )
@@ -181,14 +193,7 @@ def list_tasks(payload: dict) -> dict:
 def _list_tasks(spec: ListTasksInput) -> dict:
     environment.prepare()
     try:
-        if spec.benchmark == "bfcl":
-            from .bfcl_trial import entry_ids
-
-            ids = entry_ids(spec.group)
-        else:
-            from .tau2_trial import task_ids
-
-            ids = task_ids(spec.group, spec.split)
+        ids = benchmarks.get(spec.benchmark).task_ids(spec.group, spec.split)
     except InputError as error:
         raise _bad_input(str(error)) from None
     if spec.task_ids is not None:

@@ -21,4 +21,6 @@ import bfcl_eval.utils  # noqa: E402,F401
 import tau2.evaluator.evaluator  # noqa: E402,F401
 import tau2.run  # noqa: E402,F401
 
-from . import bfcl_trial, tau2_trial, trial  # noqa: E402,F401
+from . import benchmarks, bfcl_trial, tau2_trial, trial  # noqa: E402,F401
+
+benchmarks.names()  # imports every benchmark's module once, here, not in each trial

@@ -171,11 +171,17 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--trials"]:
         trials, argv = int(argv[1]), argv[2:]
     if len(argv) < 3:
-        print("usage: python -m mockworld_eval.replay [--trials N] bfcl|tau2 GROUP TASK_ID...", file=sys.stderr)
+        print("usage: python -m mockworld_eval.replay [--trials N] BENCHMARK GROUP TASK_ID...", file=sys.stderr)
         return 2
     benchmark, group, ids = argv[0], argv[1], argv[2:]
     plans: dict[str, Any] = {}
-    by_id = bfcl_plans(group, ids) if benchmark == "bfcl" else {t: tau2_plan(group, t) for t in ids}
+    from . import benchmarks
+
+    try:
+        by_id = benchmarks.get(benchmark).replay_plans(group, ids)
+    except benchmarks.UnknownBenchmark as error:
+        print(error, file=sys.stderr)
+        return 2
     for task_id, plan in by_id.items():
         for trial in range(trials):
             plans[task_key(benchmark, group, task_id, trial)] = plan

@@ -1,5 +1,5 @@
 """One trial, in a process of its own: `execute` parses a TrialInput (JSON), runs it through the
-benchmark's official code and reports events:
+benchmark's official code (its class in benchmarks/) and reports events:
 
   {"event": "step", "steps": N}                       a model call began (for heartbeats)
   {"event": "outcome", "outcome": {...}, "cpu_seconds": S}
@@ -34,13 +34,14 @@ Emit = Callable[[dict], None]
 
 
 def execute(trial_json: str, emit: Emit) -> None:
-    from .contract import TrialInput
+    from . import benchmarks
+    from .contract import ContractError, TrialInput
     from .outcome import InputError, Outcome, describe, is_transient
 
     try:
-        spec = TrialInput.model_validate_json(trial_json)
-    except Exception as error:  # noqa: BLE001 - a malformed input is reported, not raised
-        emit({"event": "error", "kind": "input", "message": describe(error)})
+        spec = TrialInput.parse_json(trial_json)
+    except ContractError as error:  # a malformed input is reported, not raised
+        emit({"event": "error", "kind": "input", "message": str(error)})
         return
     steps_seen = [0]
 
@@ -49,14 +50,7 @@ def execute(trial_json: str, emit: Emit) -> None:
         emit({"event": "step", "steps": steps})
 
     try:
-        if spec.benchmark == "bfcl":
-            from . import bfcl_trial
-
-            outcome = bfcl_trial.run(spec, on_step)
-        else:
-            from . import tau2_trial
-
-            outcome = tau2_trial.run(spec, on_step)
+        outcome = benchmarks.get(spec.benchmark).run_trial(spec, on_step)
     except InputError as error:
         emit({"event": "error", "kind": "input", "message": str(error)})
         return
