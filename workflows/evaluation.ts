@@ -53,60 +53,81 @@ export function policyEndpoint(policy: EvaluationSpec['policy']): EvalEndpoint {
 }
 
 /** The groups of a spec, in run order, each with the settings its trials share. */
-export function planGroups(
-  spec: EvaluationSpec,
-  evaluationId: string,
-): Omit<EvaluationGroupInput, 'paused'>[] {
+export function planGroups(spec: EvaluationSpec, evaluationId: string): PlannedGroup[] {
   const policy = policyEndpoint(spec.policy);
   const common = { evaluationId, concurrency: spec.concurrency, taskQueue: spec.evalTaskQueue };
-  const groups: Omit<EvaluationGroupInput, 'paused'>[] = [];
-  const { tau2, bfcl } = spec.benchmarks;
-  if (bfcl) {
-    for (const category of bfcl.categories) {
-      groups.push({
-        ...common,
-        benchmark: 'bfcl',
-        group: category,
-        ...(bfcl.taskIds ? { taskIds: bfcl.taskIds } : {}),
-        ...(bfcl.limit ? { limit: bfcl.limit } : {}),
-        trials: bfcl.trials,
-        trial: { policy, sampling: spec.sampling },
-      });
-    }
-  }
-  if (tau2) {
-    const { endpoint, sampling } = tau2.userSimulator;
-    const user: EvalEndpoint = {
-      baseUrl: endpoint.baseUrl,
-      model: endpoint.model,
-      ...(endpoint.apiKeyEnv ? { apiKeyEnv: endpoint.apiKeyEnv } : {}),
-    };
-    for (const domain of tau2.domains) {
-      groups.push({
-        ...common,
-        benchmark: 'tau2',
-        group: domain,
-        split: tau2.split,
-        ...(tau2.taskIds ? { taskIds: tau2.taskIds } : {}),
-        ...(tau2.limit ? { limit: tau2.limit } : {}),
-        trials: tau2.trials,
-        trial: {
-          policy,
-          sampling: spec.sampling,
-          user,
-          userSampling: sampling,
-          split: tau2.split,
-          maxSteps: tau2.maxSteps,
-          maxErrors: tau2.maxErrors,
-          seed: tau2.seed,
-        },
-      });
-    }
-  }
+  return [
+    ...bfclGroups(spec, common, policy),
+    ...tau2Groups(spec, common, policy),
+    ...syntheticGroups(spec, common, policy),
+    ...reasoningGroups(spec, common, policy),
+    ...localGroups(spec, { ...common, trial: { policy, sampling: spec.sampling } }),
+  ];
+}
+
+/** A planned group: its child's input, less the pause it starts in. */
+type PlannedGroup = Omit<EvaluationGroupInput, 'paused'>;
+
+/** What every group of an Evaluation shares. */
+type CommonGroupFields = Pick<PlannedGroup, 'evaluationId' | 'concurrency' | 'taskQueue'>;
+
+/** One group per BFCL category. */
+function bfclGroups(spec: EvaluationSpec, common: CommonGroupFields, policy: EvalEndpoint): PlannedGroup[] {
+  const { bfcl } = spec.benchmarks;
+  if (!bfcl) return [];
+  return bfcl.categories.map((category) => ({
+    ...common,
+    benchmark: 'bfcl',
+    group: category,
+    ...(bfcl.taskIds ? { taskIds: bfcl.taskIds } : {}),
+    ...(bfcl.limit ? { limit: bfcl.limit } : {}),
+    trials: bfcl.trials,
+    trial: { policy, sampling: spec.sampling },
+  }));
+}
+
+/** One group per tau2 domain, with its user simulator. */
+function tau2Groups(spec: EvaluationSpec, common: CommonGroupFields, policy: EvalEndpoint): PlannedGroup[] {
+  const { tau2 } = spec.benchmarks;
+  if (!tau2) return [];
+  const { endpoint, sampling } = tau2.userSimulator;
+  const user: EvalEndpoint = {
+    baseUrl: endpoint.baseUrl,
+    model: endpoint.model,
+    ...(endpoint.apiKeyEnv ? { apiKeyEnv: endpoint.apiKeyEnv } : {}),
+  };
+  return tau2.domains.map((domain) => ({
+    ...common,
+    benchmark: 'tau2',
+    group: domain,
+    split: tau2.split,
+    ...(tau2.taskIds ? { taskIds: tau2.taskIds } : {}),
+    ...(tau2.limit ? { limit: tau2.limit } : {}),
+    trials: tau2.trials,
+    trial: {
+      policy,
+      sampling: spec.sampling,
+      user,
+      userSampling: sampling,
+      split: tau2.split,
+      maxSteps: tau2.maxSteps,
+      maxErrors: tau2.maxErrors,
+      seed: tau2.seed,
+    },
+  }));
+}
+
+/** The held-out synthetic tasks, as one group. */
+function syntheticGroups(
+  spec: EvaluationSpec,
+  common: CommonGroupFields,
+  policy: EvalEndpoint,
+): PlannedGroup[] {
   const synthetic = spec.benchmarks.synthetic;
-  if (synthetic) {
-    const { trials, taskIds, limit, ...settings } = synthetic;
-    groups.push({
+  if (!synthetic) return [];
+  const { trials, taskIds, limit, ...settings } = synthetic;
+  return [
+    {
       ...common,
       benchmark: 'synthetic',
       group: 'held-out',
@@ -115,8 +136,17 @@ export function planGroups(
       trials,
       trial: { policy, sampling: spec.sampling },
       synthetic: settings,
-    });
-  }
+    },
+  ];
+}
+
+/** One group per dataset of the math and search benchmarks, in that order. */
+function reasoningGroups(
+  spec: EvaluationSpec,
+  common: CommonGroupFields,
+  policy: EvalEndpoint,
+): PlannedGroup[] {
+  const groups: PlannedGroup[] = [];
   const reasoning = [
     ['math', spec.benchmarks.math],
     ['search', spec.benchmarks.search],
@@ -143,7 +173,6 @@ export function planGroups(
       });
     }
   }
-  groups.push(...localGroups(spec, { ...common, trial: { policy, sampling: spec.sampling } }));
   return groups;
 }
 
@@ -195,58 +224,10 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   const runId = workflowInfo().workflowId;
   const control = new RunControl('Evaluation', 0);
   const groups = planGroups(spec, runId);
-  const statuses = new Map<string, GroupStatus>(
-    groups.map((g) => [
-      `${g.benchmark}/${g.group}`,
-      {
-        benchmark: g.benchmark,
-        group: g.group,
-        state: 'pending',
-        done: 0,
-        total: 0,
-        meanReward: null,
-        modelErrors: 0,
-      },
-    ]),
-  );
-  let paused = false;
-  let activeChild: string | undefined;
-  const forward = async () => {
-    if (activeChild) await getExternalWorkflowHandle(activeChild).signal(groupPauseSignal, paused);
-  };
-  // The run's own pause/resume (replacing RunControl's handlers) also reach the running child.
-  setHandler(
-    pauseSignal,
-    async () => {
-      paused = true;
-      control.setState('paused');
-      await forward();
-    },
-    { description: pauseSignal.description },
-  );
-  setHandler(
-    resumeSignal,
-    async () => {
-      paused = false;
-      control.setState('running');
-      await forward();
-    },
-    { description: resumeSignal.description },
-  );
-  const report = () => {
-    const all = [...statuses.values()];
-    const counts: Record<string, number> = {};
-    for (const s of all) {
-      counts[`${s.benchmark}/${s.group} done`] = s.done;
-      counts[`${s.benchmark}/${s.group} total`] = s.total;
-    }
-    const active = all.find((s) => s.state === 'running');
-    control.progress(
-      all.reduce((n, s) => n + s.done, 0),
-      active ? `${active.benchmark} ${active.group}` : 'between groups',
-      counts,
-    );
-  };
+  const statuses = pendingStatuses(groups);
+  const run: EvaluationRunState = { paused: false, activeChild: undefined };
+  handlePauseResume(control, run);
+  const report = () => reportGroups(control, statuses);
   setHandler(groupsQuery, () => [...statuses.values()], { description: groupsQuery.description });
   setHandler(
     groupProgressSignal,
@@ -264,26 +245,11 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   try {
     // The tasks first, so the run knows its total and a bad task id fails it before any trial.
     control.progress(0, 'listing tasks');
-    for (const [index, group] of groups.entries()) {
-      const listed = await listGroupTasks(group);
-      const key = `${group.benchmark}/${group.group}`;
-      statuses.set(key, { ...statuses.get(key)!, total: listed.taskIds.length * group.trials });
-      const { limit: _limit, ...rest } = group;
-      groups[index] = { ...rest, taskIds: listed.taskIds };
-    }
+    await listTasks(groups, statuses);
     control.setTotal([...statuses.values()].reduce((n, s) => n + s.total, 0));
     report();
     for (const group of groups) {
-      await condition(() => !paused);
-      const childId = `${runId}/${group.benchmark}/${group.group}`;
-      const child = await startChild(EvaluationGroup, {
-        workflowId: childId,
-        args: [{ ...group, paused }],
-        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-      });
-      activeChild = childId;
-      const result = await child.result();
-      activeChild = undefined;
+      const result = await runGroup(runId, group, run);
       results.push(result);
       const key = `${group.benchmark}/${group.group}`;
       const last = statuses.get(key)!;
@@ -313,4 +279,101 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
   return summary;
+}
+
+/** What an Evaluation's pause and resume handlers share with its group loop. */
+interface EvaluationRunState {
+  paused: boolean;
+  /** The workflow id of the group child running now, which pause and resume are forwarded to. */
+  activeChild: string | undefined;
+}
+
+/** Registers the run's pause and resume (replacing RunControl's): each also reaches the running group child. */
+function handlePauseResume(control: RunControl, run: EvaluationRunState): void {
+  const forward = async () => {
+    if (run.activeChild)
+      await getExternalWorkflowHandle(run.activeChild).signal(groupPauseSignal, run.paused);
+  };
+  setHandler(
+    pauseSignal,
+    async () => {
+      run.paused = true;
+      control.setState('paused');
+      await forward();
+    },
+    { description: pauseSignal.description },
+  );
+  setHandler(
+    resumeSignal,
+    async () => {
+      run.paused = false;
+      control.setState('running');
+      await forward();
+    },
+    { description: resumeSignal.description },
+  );
+}
+
+/** Every group's status before it runs, keyed `benchmark/group`. */
+function pendingStatuses(groups: readonly PlannedGroup[]): Map<string, GroupStatus> {
+  return new Map<string, GroupStatus>(
+    groups.map((g) => [
+      `${g.benchmark}/${g.group}`,
+      {
+        benchmark: g.benchmark,
+        group: g.group,
+        state: 'pending',
+        done: 0,
+        total: 0,
+        meanReward: null,
+        modelErrors: 0,
+      },
+    ]),
+  );
+}
+
+/** The run's progress from its groups' statuses: trials done, the running group, counts per group. */
+function reportGroups(control: RunControl, statuses: Map<string, GroupStatus>): void {
+  const all = [...statuses.values()];
+  const counts: Record<string, number> = {};
+  for (const s of all) {
+    counts[`${s.benchmark}/${s.group} done`] = s.done;
+    counts[`${s.benchmark}/${s.group} total`] = s.total;
+  }
+  const active = all.find((s) => s.state === 'running');
+  control.progress(
+    all.reduce((n, s) => n + s.done, 0),
+    active ? `${active.benchmark} ${active.group}` : 'between groups',
+    counts,
+  );
+}
+
+/** Lists each group's tasks, in order: its total of trials, and its task ids in place of its limit. */
+async function listTasks(groups: PlannedGroup[], statuses: Map<string, GroupStatus>): Promise<void> {
+  for (const [index, group] of groups.entries()) {
+    const listed = await listGroupTasks(group);
+    const key = `${group.benchmark}/${group.group}`;
+    statuses.set(key, { ...statuses.get(key)!, total: listed.taskIds.length * group.trials });
+    const { limit: _limit, ...rest } = group;
+    groups[index] = { ...rest, taskIds: listed.taskIds };
+  }
+}
+
+/** Runs one group as an EvaluationGroup child once the run is not paused; pause and resume reach it meanwhile. */
+async function runGroup(
+  runId: string,
+  group: PlannedGroup,
+  run: EvaluationRunState,
+): Promise<EvaluationGroupResult> {
+  await condition(() => !run.paused);
+  const childId = `${runId}/${group.benchmark}/${group.group}`;
+  const child = await startChild(EvaluationGroup, {
+    workflowId: childId,
+    args: [{ ...group, paused: run.paused }],
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+  });
+  run.activeChild = childId;
+  const result = await child.result();
+  run.activeChild = undefined;
+  return result;
 }

@@ -47,6 +47,31 @@ export interface GrpoSummary {
   readonly latestMetrics: Record<string, unknown>;
 }
 
+/** The replicas' policy after a sync (policy.serving), which each group's rollouts are spread over. */
+type ServedPolicy = Awaited<ReturnType<typeof syncServedPolicy>>;
+
+/** What one workflow run of a training run changes as it goes; its query handlers read it. */
+interface GrpoRunState {
+  iteration: number;
+  policyStep: number;
+  latestMetrics: Record<string, unknown>;
+  stopping: boolean;
+  taskStatus: Record<string, string>;
+  /** With policy.serving, what the replicas serve (synced before the first rollouts and after each step). */
+  served: ServedPolicy | undefined;
+}
+
+/** What the helpers of one workflow run share: its spec, ids, trainer, control and state. */
+interface GrpoRun {
+  readonly spec: GrpoSpec;
+  readonly runId: string;
+  readonly trainer: ReturnType<typeof trainerActivities>;
+  readonly control: RunControl;
+  readonly totalIterations: number;
+  readonly groupSpec: ReturnType<typeof groupSpecOf>;
+  readonly state: GrpoRunState;
+}
+
 /**
  * GRPO in the mock world (seed 000 §3.2–3.4, App. A). Each iteration: a deterministic batch of
  * tasks, a group of n judged rollouts per task from the current policy, one trainer step on the
@@ -59,44 +84,83 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
   const runId = workflowInfo().workflowId;
   const trainer = trainerActivities(spec.gpuTaskQueue);
 
-  let progress: GrpoProgress;
-  if (carried) progress = carried;
-  else {
-    // A benchmark task the evaluation worker does not know fails the run before it is recorded.
-    if (spec.benchmarks) await checkBenchmarkTasks(spec.benchmarks, runId);
-    linkViewer(await recordRunStart({ runId, kind: 'GrpoTraining', spec }));
-    // Record the policy's base with the trainer before any step, so the policy server serves
-    // iteration 0 from spec.policy.base (not from its own --base).
-    await trainer['trainer.registerRun']({ run_id: runId, model: spec.policy.base });
-    const first = await activities.planIteration(planInput(spec, runId, 0));
-    progress = {
-      iteration: 0,
-      totalIterations: first.iterationsPerEpoch * spec.epochs,
-      policyStep: 0,
-      paused: false,
-      latestMetrics: {},
-    };
-  }
+  const progress = carried ? carried : await startRun(spec, runId, trainer);
   const control = new RunControl('GrpoTraining', progress.totalIterations);
   if (progress.paused) control.pause();
-  let { iteration, policyStep, latestMetrics } = progress;
-  let stopping = false;
-  let taskStatus: Record<string, string> = {};
+  const { iteration, policyStep, latestMetrics } = progress;
+  const state: GrpoRunState = {
+    iteration,
+    policyStep,
+    latestMetrics,
+    stopping: false,
+    taskStatus: {},
+    served: undefined,
+  };
   // With policy.serving, the replicas are synced (and checked) before this run's first rollouts:
   // after continue-as-new or a restart they may serve an older step than the one the run is at.
-  let served = undefined as Awaited<ReturnType<typeof syncServedPolicy>> | undefined;
-  if (spec.policy.serving) {
-    const latest = await trainer['trainer.latestPolicy']({ run_id: runId });
-    served = await syncServedPolicy(runId, spec.policy, latest.step, {
-      modelPath: latest.model_path,
-      adapterPath: latest.adapter_path,
-    });
-  }
-  setHandler(stopSignal, () => void (stopping = true), { description: stopSignal.description });
-  setHandler(latestMetricsQuery, () => latestMetrics, { description: latestMetricsQuery.description });
-  setHandler(iterationTasksQuery, () => taskStatus, { description: iterationTasksQuery.description });
+  if (spec.policy.serving) state.served = await syncServedAtStart(spec, runId, trainer);
+  setHandler(stopSignal, () => void (state.stopping = true), { description: stopSignal.description });
+  setHandler(latestMetricsQuery, () => state.latestMetrics, {
+    description: latestMetricsQuery.description,
+  });
+  setHandler(iterationTasksQuery, () => state.taskStatus, { description: iterationTasksQuery.description });
 
-  const groupSpec = {
+  const totalIterations = progress.totalIterations;
+  const run: GrpoRun = {
+    spec,
+    runId,
+    trainer,
+    control,
+    totalIterations,
+    groupSpec: groupSpecOf(spec),
+    state,
+  };
+  try {
+    await trainIterations(run);
+  } catch (error) {
+    return endRunOnError(control, runId, error);
+  }
+  return finishRun(run);
+}
+
+/** A run's first start (not a continuation): checks, records it, registers its base, plans its length. */
+async function startRun(
+  spec: GrpoSpec,
+  runId: string,
+  trainer: ReturnType<typeof trainerActivities>,
+): Promise<GrpoProgress> {
+  // A benchmark task the evaluation worker does not know fails the run before it is recorded.
+  if (spec.benchmarks) await checkBenchmarkTasks(spec.benchmarks, runId);
+  linkViewer(await recordRunStart({ runId, kind: 'GrpoTraining', spec }));
+  // Record the policy's base with the trainer before any step, so the policy server serves
+  // iteration 0 from spec.policy.base (not from its own --base).
+  await trainer['trainer.registerRun']({ run_id: runId, model: spec.policy.base });
+  const first = await activities.planIteration(planInput(spec, runId, 0));
+  return {
+    iteration: 0,
+    totalIterations: first.iterationsPerEpoch * spec.epochs,
+    policyStep: 0,
+    paused: false,
+    latestMetrics: {},
+  };
+}
+
+/** Syncs the replicas to the trainer's latest policy before this workflow run's first rollouts. */
+async function syncServedAtStart(
+  spec: GrpoSpec,
+  runId: string,
+  trainer: ReturnType<typeof trainerActivities>,
+): Promise<ServedPolicy> {
+  const latest = await trainer['trainer.latestPolicy']({ run_id: runId });
+  return syncServedPolicy(runId, spec.policy, latest.step, {
+    modelPath: latest.model_path,
+    adapterPath: latest.adapter_path,
+  });
+}
+
+/** The part of the spec every GrpoGroup child gets (its policy replaced per replica when served). */
+function groupSpecOf(spec: GrpoSpec) {
+  return {
     policy: spec.policy,
     judge: spec.judge,
     toolSimulator: spec.toolSimulator,
@@ -109,150 +173,194 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
       ? { reasoning: { search: spec.dataset.reasoning.search, sandbox: spec.dataset.reasoning.sandbox } }
       : {}),
   };
-  /** A child's kind: reasoning problems of the mix get the real tools and correctness rewards. */
-  const kindOf = (plan: { reasoningIds?: string[] }, taskId: string) =>
-    plan.reasoningIds?.includes(taskId) ? { kind: 'reasoning' as const } : {};
+}
 
-  /** One judged episode per held-out task from the policy just trained (never trained on). */
-  const evaluateHeldOut = async (plan: IterationPlan, policyVersion: string) => {
-    control.progress(iteration, `iteration ${iteration + 1}: held-out evaluation`);
-    await mapBounded(plan.heldOutTaskIds, spec.rolloutConcurrency, (taskId, index) =>
-      executeChild(GrpoGroup, {
-        workflowId: `${runId}-eval${iteration}-${taskId}`,
-        args: [
-          {
-            runId,
-            iteration,
-            taskId,
-            policyVersion,
-            purpose: 'evaluation',
-            rollouts: 1,
-            ...kindOf(plan, taskId),
-            spec: served ? { ...groupSpec, policy: groupPolicy(spec.policy, served, index) } : groupSpec,
-          },
-        ],
-      }),
-    );
-    return activities.summarizeRollouts({ runId, iteration, purpose: 'evaluation' });
+/** A child's kind: reasoning problems of the mix get the real tools and correctness rewards. */
+const kindOf = (plan: { reasoningIds?: string[] }, taskId: string) =>
+  plan.reasoningIds?.includes(taskId) ? { kind: 'reasoning' as const } : {};
+
+/** The input of one GrpoGroup child (the `index`-th of its batch picks its replica when served). */
+function groupInput(
+  run: GrpoRun,
+  plan: IterationPlan,
+  taskId: string,
+  index: number,
+  group: { policyVersion: string; purpose: 'rollout' | 'evaluation'; rollouts: number },
+) {
+  const { spec, runId, groupSpec, state } = run;
+  return {
+    runId,
+    iteration: state.iteration,
+    taskId,
+    policyVersion: group.policyVersion,
+    purpose: group.purpose,
+    rollouts: group.rollouts,
+    ...kindOf(plan, taskId),
+    spec: state.served ? { ...groupSpec, policy: groupPolicy(spec.policy, state.served, index) } : groupSpec,
   };
+}
 
-  try {
-    for (let here = 0; iteration < progress.totalIterations; here++) {
-      if (here >= iterationsPerRun(spec.globalBatch) || workflowInfo().continueAsNewSuggested) {
-        await continueRun<typeof GrpoTraining>(spec, {
-          iteration,
-          totalIterations: progress.totalIterations,
-          policyStep,
-          paused: control.isPaused,
-          latestMetrics,
-        });
-      }
-      await control.untilResumed(); // the safe point: between iterations
-      if (stopping) break;
-      control.progress(iteration, `iteration ${iteration + 1}: rollouts`);
-      const plan = await activities.planIteration(planInput(spec, runId, iteration));
-      const policyVersion = `step-${policyStep}`;
-      taskStatus = Object.fromEntries(plan.taskIds.map((id) => [id, 'queued']));
-      const groups = await mapBounded(plan.taskIds, spec.rolloutConcurrency, async (taskId, index) => {
-        taskStatus[taskId] = 'rolling out';
-        const judged = await executeChild(GrpoGroup, {
-          workflowId: `${runId}-it${iteration}-${taskId}`,
-          args: [
-            {
-              runId,
-              iteration,
-              taskId,
-              policyVersion,
-              purpose: 'rollout',
-              rollouts: spec.rolloutsPerTask,
-              ...kindOf(plan, taskId),
-              spec: served ? { ...groupSpec, policy: groupPolicy(spec.policy, served, index) } : groupSpec,
-            },
-          ],
-        });
-        taskStatus[taskId] = 'judged';
-        return judged;
+/** The iterations, continuing as new when this workflow run's history budget is spent; then the checkpoint. */
+async function trainIterations(run: GrpoRun): Promise<void> {
+  const { spec, control, state } = run;
+  for (let here = 0; state.iteration < run.totalIterations; here++) {
+    if (here >= iterationsPerRun(spec.globalBatch) || workflowInfo().continueAsNewSuggested) {
+      await continueRun<typeof GrpoTraining>(spec, {
+        iteration: state.iteration,
+        totalIterations: run.totalIterations,
+        policyStep: state.policyStep,
+        paused: control.isPaused,
+        latestMetrics: state.latestMetrics,
       });
-
-      control.progress(iteration, `iteration ${iteration + 1}: trainer step`);
-      const step = policyStep + 1;
-      const batch = await activities.buildIterationBatch({
-        runId,
-        step,
-        iteration,
-        truncation: spec.truncation,
-        maxUnjudgedFraction: spec.maxUnjudgedFraction,
-      });
-      const rolloutsJudged = groups.reduce((sum, group) => sum + group, 0);
-      const trained = await trainer['trainer.grpoStep']({
-        run_id: runId,
-        step,
-        batch_ref: { kind: 'postgres', run_id: runId, step },
-        model: spec.policy.base,
-        config: {
-          lr: spec.learningRate,
-          eps_low: spec.clipLow,
-          eps_high: spec.clipHigh,
-          mini_batch_groups: spec.miniBatch,
-          ...(spec.packTokens > 0 ? { pack_tokens: spec.packTokens } : {}),
-          // pi_old is the distribution the rollouts were sampled from, not the plain softmax.
-          temperature: spec.policy.sampling.temperature,
-          top_p: spec.policy.sampling.topP,
-        },
-      });
-      policyStep = trained.step;
-      if (spec.policy.serving) {
-        // Every replica serves the new step, checked, before evaluation or the next rollouts.
-        served = await syncServedPolicy(runId, spec.policy, policyStep, {
-          modelPath: trained.model_path,
-          adapterPath: trained.adapter_path,
-        });
-      }
-
-      const rollouts = await activities.summarizeRollouts({ runId, iteration });
-      const evaluation =
-        spec.evaluateEvery > 0 && (iteration + 1) % spec.evaluateEvery === 0
-          ? await evaluateHeldOut(plan, `step-${policyStep}`)
-          : undefined;
-      // tau2 / BFCL on this step's checkpoint: a child Evaluation run, waited on (grpo-benchmarks.ts).
-      let benchmarks = undefined as Awaited<ReturnType<typeof evaluateBenchmarks>> | undefined;
-      if (benchmarksDue(spec.benchmarks, iteration, progress.totalIterations, stopping)) {
-        control.progress(iteration, `iteration ${iteration + 1}: benchmarks of step-${policyStep}`);
-        benchmarks = await evaluateBenchmarks(spec.benchmarks, runId, policyStep);
-      }
-      latestMetrics = {
-        iteration,
-        policyVersion: `step-${policyStep}`,
-        ...rollouts,
-        rolloutsJudged,
-        ...(evaluation ? { evaluation } : {}),
-        ...(benchmarks ? { benchmarks } : {}),
-        zeroVarianceGroups: batch.zeroVarianceGroups,
-        // Judged rollouts not trained on, by why (absent in histories from before it was reported).
-        ...(batch.leftOut ? { leftOut: batch.leftOut } : {}),
-        trainer: trained.metrics,
-      };
-      await activities.recordIterationMetrics({
-        runId,
-        iteration,
-        policyVersion: `step-${policyStep}`,
-        metrics: latestMetrics,
-      });
-      // The same metrics to the trainer's experiment trackers (TensorBoard, W&B, MLflow), at the step.
-      await trainer['trainer.trackIteration']({
-        run_id: runId,
-        step: policyStep,
-        metrics: latestMetrics,
-        config: trackingConfig(spec),
-      });
-      iteration++;
-      control.progress(iteration, `iteration ${iteration} done`);
     }
-    if (policyStep > 0) await trainer['trainer.saveCheckpoint']({ run_id: runId, step: policyStep });
-  } catch (error) {
-    return endRunOnError(control, runId, error);
+    await control.untilResumed(); // the safe point: between iterations
+    if (state.stopping) break;
+    await runIteration(run);
   }
+  if (state.policyStep > 0)
+    await run.trainer['trainer.saveCheckpoint']({ run_id: run.runId, step: state.policyStep });
+}
 
+/** One iteration: plan, rollouts, trainer step, metrics (recorded and tracked); then the next. */
+async function runIteration(run: GrpoRun): Promise<void> {
+  const { spec, runId, control, state } = run;
+  const iteration = state.iteration;
+  control.progress(iteration, `iteration ${iteration + 1}: rollouts`);
+  const plan = await activities.planIteration(planInput(spec, runId, iteration));
+  const groups = await rollOut(run, plan, `step-${state.policyStep}`);
+
+  control.progress(iteration, `iteration ${iteration + 1}: trainer step`);
+  const stepResult = await trainerStep(run);
+  const rolloutsJudged = groups.reduce((sum, group) => sum + group, 0);
+  state.latestMetrics = await iterationMetrics(run, plan, stepResult, rolloutsJudged);
+  await activities.recordIterationMetrics({
+    runId,
+    iteration,
+    policyVersion: `step-${state.policyStep}`,
+    metrics: state.latestMetrics,
+  });
+  // The same metrics to the trainer's experiment trackers (TensorBoard, W&B, MLflow), at the step.
+  await run.trainer['trainer.trackIteration']({
+    run_id: runId,
+    step: state.policyStep,
+    metrics: state.latestMetrics,
+    config: trackingConfig(spec),
+  });
+  state.iteration++;
+  control.progress(state.iteration, `iteration ${state.iteration} done`);
+}
+
+/** The iteration's groups of judged rollouts, one GrpoGroup child per task; the query shows each task's status. */
+async function rollOut(run: GrpoRun, plan: IterationPlan, policyVersion: string) {
+  const { spec, runId, state } = run;
+  const iteration = state.iteration;
+  const taskStatus = (state.taskStatus = Object.fromEntries(plan.taskIds.map((id) => [id, 'queued'])));
+  return mapBounded(plan.taskIds, spec.rolloutConcurrency, async (taskId, index) => {
+    taskStatus[taskId] = 'rolling out';
+    const judged = await executeChild(GrpoGroup, {
+      workflowId: `${runId}-it${iteration}-${taskId}`,
+      args: [
+        groupInput(run, plan, taskId, index, {
+          policyVersion,
+          purpose: 'rollout',
+          rollouts: spec.rolloutsPerTask,
+        }),
+      ],
+    });
+    taskStatus[taskId] = 'judged';
+    return judged;
+  });
+}
+
+/** The iteration's batch, one trainer step on it, and (with policy.serving) the replicas synced to it. */
+async function trainerStep(run: GrpoRun) {
+  const { spec, runId, trainer, state } = run;
+  const step = state.policyStep + 1;
+  const batch = await activities.buildIterationBatch({
+    runId,
+    step,
+    iteration: state.iteration,
+    truncation: spec.truncation,
+    maxUnjudgedFraction: spec.maxUnjudgedFraction,
+  });
+  const trained = await trainer['trainer.grpoStep']({
+    run_id: runId,
+    step,
+    batch_ref: { kind: 'postgres', run_id: runId, step },
+    model: spec.policy.base,
+    config: {
+      lr: spec.learningRate,
+      eps_low: spec.clipLow,
+      eps_high: spec.clipHigh,
+      mini_batch_groups: spec.miniBatch,
+      ...(spec.packTokens > 0 ? { pack_tokens: spec.packTokens } : {}),
+      // pi_old is the distribution the rollouts were sampled from, not the plain softmax.
+      temperature: spec.policy.sampling.temperature,
+      top_p: spec.policy.sampling.topP,
+    },
+  });
+  state.policyStep = trained.step;
+  if (spec.policy.serving) {
+    // Every replica serves the new step, checked, before evaluation or the next rollouts.
+    state.served = await syncServedPolicy(runId, spec.policy, state.policyStep, {
+      modelPath: trained.model_path,
+      adapterPath: trained.adapter_path,
+    });
+  }
+  return { batch, trained };
+}
+
+/** The iteration's metrics: rollout summary, held-out evaluation and benchmarks when due, batch and trainer. */
+async function iterationMetrics(
+  run: GrpoRun,
+  plan: IterationPlan,
+  { batch, trained }: Awaited<ReturnType<typeof trainerStep>>,
+  rolloutsJudged: number,
+): Promise<Record<string, unknown>> {
+  const { spec, runId, control, state } = run;
+  const { iteration, policyStep } = state;
+  const rollouts = await activities.summarizeRollouts({ runId, iteration });
+  const evaluation =
+    spec.evaluateEvery > 0 && (iteration + 1) % spec.evaluateEvery === 0
+      ? await evaluateHeldOut(run, plan, `step-${policyStep}`)
+      : undefined;
+  // tau2 / BFCL on this step's checkpoint: a child Evaluation run, waited on (grpo-benchmarks.ts).
+  let benchmarks = undefined as Awaited<ReturnType<typeof evaluateBenchmarks>> | undefined;
+  if (benchmarksDue(spec.benchmarks, iteration, run.totalIterations, state.stopping)) {
+    control.progress(iteration, `iteration ${iteration + 1}: benchmarks of step-${policyStep}`);
+    benchmarks = await evaluateBenchmarks(spec.benchmarks, runId, policyStep);
+  }
+  return {
+    iteration,
+    policyVersion: `step-${policyStep}`,
+    ...rollouts,
+    rolloutsJudged,
+    ...(evaluation ? { evaluation } : {}),
+    ...(benchmarks ? { benchmarks } : {}),
+    zeroVarianceGroups: batch.zeroVarianceGroups,
+    // Judged rollouts not trained on, by why (absent in histories from before it was reported).
+    ...(batch.leftOut ? { leftOut: batch.leftOut } : {}),
+    trainer: trained.metrics,
+  };
+}
+
+/** One judged episode per held-out task from the policy just trained (never trained on). */
+async function evaluateHeldOut(run: GrpoRun, plan: IterationPlan, policyVersion: string) {
+  const { spec, runId, control, state } = run;
+  const iteration = state.iteration;
+  control.progress(iteration, `iteration ${iteration + 1}: held-out evaluation`);
+  await mapBounded(plan.heldOutTaskIds, spec.rolloutConcurrency, (taskId, index) =>
+    executeChild(GrpoGroup, {
+      workflowId: `${runId}-eval${iteration}-${taskId}`,
+      args: [groupInput(run, plan, taskId, index, { policyVersion, purpose: 'evaluation', rollouts: 1 })],
+    }),
+  );
+  return activities.summarizeRollouts({ runId, iteration, purpose: 'evaluation' });
+}
+
+/** Marks the run completed and records its summary. */
+async function finishRun({ runId, control, state }: GrpoRun): Promise<GrpoSummary> {
+  const { iteration, policyStep, stopping, latestMetrics } = state;
   const summary: GrpoSummary = { iterations: iteration, policyStep, stopped: stopping, latestMetrics };
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });

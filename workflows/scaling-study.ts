@@ -58,6 +58,8 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       counts(),
     );
 
+  const run: StudyRun = { studyId, spec, control, states, report, streamDone: () => void streamsDone++ };
+
   // Outside the try: a run that could not claim its id must not write the end of another's.
   linkViewer(await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec }));
   try {
@@ -68,52 +70,13 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       testSet: spec.questions.testSet,
       personas: spec.protocols.includes('persona') ? spec.personas : undefined,
     });
-
-    const derive: Derivation[] = [];
-    if (spec.protocols.some((p) => p === 'trace-repair' || p === 'trace-repair-revised-only'))
-      derive.push('repair');
-    if (spec.protocols.includes('embedding-selection')) derive.push('embedding');
-    const sampling = `sampling the teacher (per-question progress: query status on ${studyId}-sample-<stream>)`;
-    report(sampling);
-    await Promise.all(
-      streams.map(async (stream) => {
-        await control.untilResumed();
-        await executeChild(StudySampling, {
-          workflowId: `${studyId}-sample-${stream.name}`,
-          args: [{ studyId, stream, derive: stream.name === 'rs' ? derive : [], spec }],
-        });
-        streamsDone++;
-        report(sampling);
-      }),
-    );
+    await sampleStreams(run, streams);
 
     const done = new Set(await study.finishedCells({ studyId }));
     for (const id of done) if (id in states) states[id] = 'done';
     const pending = cells.filter((c) => !done.has(c.cellId));
     report('training and evaluating cells');
-    const results = await mapBounded(
-      pending,
-      spec.concurrency,
-      async (cell: Cell): Promise<CellResult | 'failed'> => {
-        await control.untilResumed();
-        states[cell.cellId] = 'running';
-        report('training and evaluating cells');
-        try {
-          const result = await executeChild(StudyCell, {
-            workflowId: `${studyId}-cell-${cell.cellId}`,
-            args: [{ studyId, cell, spec }],
-          });
-          states[cell.cellId] = 'done';
-          return result;
-        } catch (error) {
-          if (isCancellation(error)) throw error;
-          states[cell.cellId] = 'failed'; // recorded in the child's history; the report lists it
-          return 'failed';
-        } finally {
-          report('training and evaluating cells');
-        }
-      },
-    );
+    const results = await runCells(run, pending);
 
     report('fitting and writing the report');
     const written = await study.writeStudyReport({ studyId });
@@ -136,4 +99,61 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
   } catch (error) {
     return endRunOnError(control, studyId, error);
   }
+}
+
+/** What the phases of one study share: its id, spec, control, the cells' states and its progress. */
+interface StudyRun {
+  readonly studyId: string;
+  readonly spec: ScalingStudySpec;
+  readonly control: RunControl;
+  readonly states: Record<string, CellState>;
+  readonly report: (stage: string) => void;
+  /** Counts one more teacher stream sampled. */
+  readonly streamDone: () => void;
+}
+
+/** Samples every teacher stream at once, one StudySampling child each (RS also derives repair/embedding). */
+async function sampleStreams(run: StudyRun, streams: ReturnType<typeof studyStreams>): Promise<void> {
+  const { studyId, spec, control, report } = run;
+  const derive: Derivation[] = [];
+  if (spec.protocols.some((p) => p === 'trace-repair' || p === 'trace-repair-revised-only'))
+    derive.push('repair');
+  if (spec.protocols.includes('embedding-selection')) derive.push('embedding');
+  const sampling = `sampling the teacher (per-question progress: query status on ${studyId}-sample-<stream>)`;
+  report(sampling);
+  await Promise.all(
+    streams.map(async (stream) => {
+      await control.untilResumed();
+      await executeChild(StudySampling, {
+        workflowId: `${studyId}-sample-${stream.name}`,
+        args: [{ studyId, stream, derive: stream.name === 'rs' ? derive : [], spec }],
+      });
+      run.streamDone();
+      report(sampling);
+    }),
+  );
+}
+
+/** Trains and evaluates the pending cells, `spec.concurrency` StudyCell children at a time; a failed cell is counted, not fatal. */
+function runCells(run: StudyRun, pending: readonly Cell[]): Promise<(CellResult | 'failed')[]> {
+  const { studyId, spec, control, states, report } = run;
+  return mapBounded(pending, spec.concurrency, async (cell: Cell): Promise<CellResult | 'failed'> => {
+    await control.untilResumed();
+    states[cell.cellId] = 'running';
+    report('training and evaluating cells');
+    try {
+      const result = await executeChild(StudyCell, {
+        workflowId: `${studyId}-cell-${cell.cellId}`,
+        args: [{ studyId, cell, spec }],
+      });
+      states[cell.cellId] = 'done';
+      return result;
+    } catch (error) {
+      if (isCancellation(error)) throw error;
+      states[cell.cellId] = 'failed'; // recorded in the child's history; the report lists it
+      return 'failed';
+    } finally {
+      report('training and evaluating cells');
+    }
+  });
 }

@@ -58,10 +58,9 @@ export async function SftTraining(input: unknown, carried?: SftProgress): Promis
 
   const control = new RunControl('SftTraining', carried?.dataset.steps ?? 0);
   if (carried?.paused) control.pause();
-  let stopping = false;
-  let latestMetrics = carried?.latestMetrics ?? {};
-  setHandler(stopSignal, () => void (stopping = true), { description: stopSignal.description });
-  setHandler(latestMetricsQuery, () => latestMetrics, { description: latestMetricsQuery.description });
+  const state: SftState = { stopping: false, latestMetrics: carried?.latestMetrics ?? {} };
+  setHandler(stopSignal, () => void (state.stopping = true), { description: stopSignal.description });
+  setHandler(latestMetricsQuery, () => state.latestMetrics, { description: latestMetricsQuery.description });
 
   let progress: SftProgress;
   try {
@@ -82,39 +81,16 @@ export async function SftTraining(input: unknown, carried?: SftProgress): Promis
           applied,
           paused: control.isPaused,
           firstLoss,
-          latestMetrics,
+          latestMetrics: state.latestMetrics,
         });
       }
       await control.untilResumed(); // the safe point: between steps
-      if (stopping) break;
+      if (state.stopping) break;
       const step = applied + 1;
       control.progress(applied, `step ${step}: trainer step`, counts);
-      const lr = sftLearningRate(step, dataset.steps, spec);
-      const trained = await trainer['trainer.sftStep']({
-        run_id: runId,
-        step,
-        batch_ref: { kind: 'postgres', run_id: runId, step },
-        model: spec.policy.base,
-        config: { lr, weight_decay: spec.weightDecay, max_seq_len: spec.maxSeqLen },
-      });
-      applied = trained.step;
-      const loss = typeof trained.metrics.loss === 'number' ? trained.metrics.loss : null;
-      if (step === 1) firstLoss = loss;
-      latestMetrics = {
-        step: applied,
-        epoch: Math.floor((step - 1) / Math.ceil(dataset.examples / spec.globalBatch)),
-        policyVersion: `step-${applied}`,
-        loss,
-        lr,
-        trainer: trained.metrics,
-      };
-      // Row `iteration` = step - 1, as GrpoTraining's: `mockworld report` and the viewer read them alike.
-      await activities.recordIterationMetrics({
-        runId,
-        iteration: step - 1,
-        policyVersion: `step-${applied}`,
-        metrics: latestMetrics,
-      });
+      const trained = await sftStep({ spec, runId, trainer, dataset, state }, step);
+      applied = trained.applied;
+      if (step === 1) firstLoss = trained.loss;
       control.progress(applied, `step ${applied} done`, counts);
     }
     if (applied > 0) await trainer['trainer.saveCheckpoint']({ run_id: runId, step: applied });
@@ -122,11 +98,12 @@ export async function SftTraining(input: unknown, carried?: SftProgress): Promis
     return endRunOnError(control, runId, error);
   }
 
+  const { latestMetrics } = state;
   const lastLoss = typeof latestMetrics.loss === 'number' ? latestMetrics.loss : null;
   const summary: SftSummary = {
     dataset,
     steps: applied,
-    stopped: stopping,
+    stopped: state.stopping,
     firstLoss,
     lastLoss,
     latestMetrics,
@@ -134,6 +111,55 @@ export async function SftTraining(input: unknown, carried?: SftProgress): Promis
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
   return summary;
+}
+
+/** What SftTraining's signal and query handlers share with its steps. */
+interface SftState {
+  stopping: boolean;
+  latestMetrics: Record<string, unknown>;
+}
+
+/**
+ * One `trainer.sftStep` on the GPU queue, then its metrics: set for the query before they are
+ * recorded (row `iteration` = step - 1, as GrpoTraining's: `mockworld report` and the viewer read
+ * them alike). Returns the step the trainer applied and the batch's loss.
+ */
+async function sftStep(
+  run: {
+    spec: SftSpec;
+    runId: string;
+    trainer: ReturnType<typeof trainerActivities>;
+    dataset: SftProgress['dataset'];
+    state: SftState;
+  },
+  step: number,
+): Promise<{ applied: number; loss: number | null }> {
+  const { spec, runId, trainer, dataset, state } = run;
+  const lr = sftLearningRate(step, dataset.steps, spec);
+  const trained = await trainer['trainer.sftStep']({
+    run_id: runId,
+    step,
+    batch_ref: { kind: 'postgres', run_id: runId, step },
+    model: spec.policy.base,
+    config: { lr, weight_decay: spec.weightDecay, max_seq_len: spec.maxSeqLen },
+  });
+  const applied = trained.step;
+  const loss = typeof trained.metrics.loss === 'number' ? trained.metrics.loss : null;
+  state.latestMetrics = {
+    step: applied,
+    epoch: Math.floor((step - 1) / Math.ceil(dataset.examples / spec.globalBatch)),
+    policyVersion: `step-${applied}`,
+    loss,
+    lr,
+    trainer: trained.metrics,
+  };
+  await activities.recordIterationMetrics({
+    runId,
+    iteration: step - 1,
+    policyVersion: `step-${applied}`,
+    metrics: state.latestMetrics,
+  });
+  return { applied, loss };
 }
 
 /**

@@ -83,50 +83,12 @@ export async function StudySampling(
       return progress;
     }
     if (progress.phase === 'evolve') {
-      await mapBounded(ids, spec.concurrency, (questionId) =>
-        study.evolveQuestion({
-          studyId,
-          questionId,
-          teacher: spec.teacher,
-          perSeed: spec.questionSynthesis.perSeed,
-          maxSimilarity: spec.questionSynthesis.maxSimilarity,
-        }),
-      );
+      await evolvePage(input, ids);
       progress = { ...progress, offset: progress.offset + ids.length };
       continue;
     }
     const results = await mapBounded(ids, spec.concurrency, async (questionId) => {
-      const sampled = await study.sampleQuestion({
-        studyId,
-        stream,
-        questionId,
-        teacher: spec.teacher,
-        judge: spec.judge,
-        accepted: acceptedTarget(stream, spec),
-        maxAttempts: spec.rejectionSampling.maxAttemptsPerQuestion,
-        attemptsPerWave: spec.rejectionSampling.attemptsPerWave,
-        seed: spec.seed,
-        exactMatch: spec.exactMatch,
-      });
-      if (input.derive.includes('repair')) {
-        await study.repairQuestion({
-          studyId,
-          questionId,
-          teacher: spec.teacher,
-          judge: spec.judge,
-          upTo: Math.max(...spec.budgets),
-          exactMatch: spec.exactMatch,
-        });
-      }
-      if (input.derive.includes('embedding') && spec.embeddings) {
-        // From the RS pool (the first R accepted), so r = R is RS exactly, as the seed has it.
-        await study.selectByEmbedding({
-          studyId,
-          questionId,
-          embeddings: spec.embeddings,
-          accepted: acceptedTarget(stream, spec),
-        });
-      }
+      const sampled = await sampleAndDerive(input, questionId);
       inPage = {
         questions: inPage.questions + 1,
         accepted: inPage.accepted + sampled.accepted,
@@ -143,4 +105,54 @@ export async function StudySampling(
     };
     inPage = { questions: 0, accepted: 0, exhausted: 0 };
   }
+}
+
+/** Evolves one page of seed questions (the evolved stream), `spec.concurrency` at a time. */
+async function evolvePage({ studyId, spec }: StudySamplingInput, ids: readonly string[]): Promise<void> {
+  await mapBounded(ids, spec.concurrency, (questionId) =>
+    study.evolveQuestion({
+      studyId,
+      questionId,
+      teacher: spec.teacher,
+      perSeed: spec.questionSynthesis.perSeed,
+      maxSimilarity: spec.questionSynthesis.maxSimilarity,
+    }),
+  );
+}
+
+/** Rejection-samples one question, then the derivations other protocols need of it (RS stream only). */
+async function sampleAndDerive(input: StudySamplingInput, questionId: string) {
+  const { studyId, stream, spec } = input;
+  const sampled = await study.sampleQuestion({
+    studyId,
+    stream,
+    questionId,
+    teacher: spec.teacher,
+    judge: spec.judge,
+    accepted: acceptedTarget(stream, spec),
+    maxAttempts: spec.rejectionSampling.maxAttemptsPerQuestion,
+    attemptsPerWave: spec.rejectionSampling.attemptsPerWave,
+    seed: spec.seed,
+    exactMatch: spec.exactMatch,
+  });
+  if (input.derive.includes('repair')) {
+    await study.repairQuestion({
+      studyId,
+      questionId,
+      teacher: spec.teacher,
+      judge: spec.judge,
+      upTo: Math.max(...spec.budgets),
+      exactMatch: spec.exactMatch,
+    });
+  }
+  if (input.derive.includes('embedding') && spec.embeddings) {
+    // From the RS pool (the first R accepted), so r = R is RS exactly, as the seed has it.
+    await study.selectByEmbedding({
+      studyId,
+      questionId,
+      embeddings: spec.embeddings,
+      accepted: acceptedTarget(stream, spec),
+    });
+  }
+  return sampled;
 }

@@ -57,6 +57,18 @@ export interface SynthesisSummary {
 
 const OUTCOME_STAGE: Record<string, TaskStage | 'failed'> = { k: 'kept', r: 'rejected', f: 'failed' };
 
+/** What a workflow run of a dataset run changes as tasks start and settle; the task-stage query reads it. */
+interface SynthesisState {
+  /** Next task index to start. */
+  cursor: number;
+  /** One character per task, as SynthesisProgress.outcomes. */
+  readonly outcomes: string[];
+  readonly tally: { kept: number; rejected: number; failed: number };
+  readonly rejectedByReason: Record<string, number>;
+  /** The stage of each task started and not settled, by index. */
+  readonly inFlight: Map<number, TaskStage>;
+}
+
 /**
  * A synthesis dataset run: loads the personas (and the reasoning seed problems of a spec with a
  * reasoning section), runs one task workflow per persona and one activity per reasoning problem
@@ -68,54 +80,17 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   const runId = workflowInfo().workflowId;
   const control = new RunControl('Synthesis', spec.tasks);
 
-  let progress: SynthesisProgress;
-  if (carried) progress = carried;
-  else {
-    linkViewer(await recordRunStart({ runId, kind: 'Synthesis', spec }));
-    control.progress(0, 'loading personas');
-    const reasoning = spec.reasoning;
-    const loaded = await loadSynthesisPersonas({
-      runId,
-      path: spec.personas.path,
-      offset: spec.personas.offset,
-      // Reasoning problems take the personas in turn: load as many as there are problems.
-      limit: reasoning ? Math.max(spec.tasks, reasoning.problems) : spec.tasks,
-    });
-    const toolTasks = Math.min(loaded.loaded, spec.tasks);
-    let problems = 0;
-    if (reasoning) {
-      control.progress(0, 'loading reasoning seed problems');
-      problems = (
-        await loadReasoningSeeds({
-          runId,
-          path: reasoning.seeds.path,
-          offset: reasoning.seeds.offset,
-          limit: reasoning.problems,
-        })
-      ).loaded;
-    }
-    progress = {
-      total: toolTasks + problems,
-      cursor: 0,
-      outcomes: '.'.repeat(toolTasks + problems),
-      tally: { kept: 0, rejected: 0, failed: 0 },
-      rejectedByReason: {},
-      paused: false,
-      ...(reasoning && { toolTasks }),
-    };
-  }
+  const progress = carried ? carried : await startRun(spec, runId, control);
   if (progress.paused) control.pause();
-  let cursor = progress.cursor;
-  const outcomes = [...progress.outcomes];
-  const tally = { ...progress.tally };
-  const rejectedByReason = { ...progress.rejectedByReason };
-  const inFlight = new Map<number, TaskStage>();
-
-  const counts = () => {
-    const byStage: Record<string, number> = { pending: progress.total - cursor, ...tally };
-    for (const stage of inFlight.values()) byStage[stage] = (byStage[stage] ?? 0) + 1;
-    return byStage;
+  const state: SynthesisState = {
+    cursor: progress.cursor,
+    outcomes: [...progress.outcomes],
+    tally: { ...progress.tally },
+    rejectedByReason: { ...progress.rejectedByReason },
+    inFlight: new Map<number, TaskStage>(),
   };
+  const { outcomes, tally, inFlight } = state;
+  const counts = () => stageCounts(progress, state);
   const report = (stage: string) =>
     control.progress(tally.kept + tally.rejected + tally.failed, stage, counts());
 
@@ -133,93 +108,31 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
 
   const toolTasks = progress.toolTasks ?? progress.total;
   const settle = (idx: number, result: SynthesisTaskResult | ReasoningProblemResult | 'failed') => {
-    const outcome = result === 'failed' ? 'failed' : result.outcome;
-    tally[outcome]++;
-    if (result !== 'failed' && result.outcome === 'rejected') {
-      rejectedByReason[result.reason] = (rejectedByReason[result.reason] ?? 0) + 1;
-    }
-    const mark = outcome === 'failed' ? 'f' : outcome === 'kept' ? 'k' : 'r';
-    outcomes[idx] = mark;
-    inFlight.delete(idx);
+    settleTask(state, idx, result);
     report('synthesizing');
   };
 
   try {
     let startedHere = 0;
     report('synthesizing');
-    while (cursor < progress.total) {
+    while (state.cursor < progress.total) {
       if (startedHere >= spec.tasksPerWorkflowRun || workflowInfo().continueAsNewSuggested) break;
       await control.untilResumed();
       if (inFlight.size >= spec.concurrency) {
         await condition(() => inFlight.size < spec.concurrency);
         continue;
       }
-      const idx = cursor++;
+      const idx = state.cursor++;
       startedHere++;
       inFlight.set(idx, 'started');
       report('synthesizing'); // the status query counts this task as started, not pending
       if (idx >= toolTasks) {
-        // A reasoning problem: one activity, idempotent on its row (seed §3.4).
-        synthesizeReasoningProblem({
-          runId,
-          idx: idx - toolTasks,
-          solutions: spec.reasoning!.solutions,
-          rewrite: spec.reasoning!.rewrite,
-          keep: spec.reasoning!.keep,
-          teacher: spec.models.teacher,
-          templates: spec.templates,
-          seed: spec.seed + idx,
-        }).then(
-          (result) => settle(idx, result),
-          async (error) => {
-            if (isCancellation(error)) return;
-            // The row records the failure before the run counts it (as a task's row does).
-            const failure = innermostFailure(error);
-            await CancellationScope.nonCancellable(() =>
-              recordReasoningProblemFailure({
-                runId,
-                idx: idx - toolTasks,
-                reason: failure.type,
-                detail: failure.message.slice(0, MAX_FAILURE_CHARS),
-              }),
-            ).catch(() => undefined);
-            settle(idx, 'failed');
-          },
-        );
+        startReasoningProblem(spec, runId, idx, toolTasks, settle);
         continue;
       }
-      const {
-        models,
-        refine,
-        demonstrationsPerTask,
-        maxTurns,
-        demonstrationToolChoice,
-        coverageThreshold,
-        seed,
-        templates,
-        world,
-        taskSize,
-      } = spec;
       const child = await startChild(SynthesisTask, {
         workflowId: taskIdOf(runId, idx),
-        args: [
-          {
-            runId,
-            idx,
-            spec: {
-              models,
-              refine,
-              demonstrationsPerTask,
-              maxTurns,
-              demonstrationToolChoice,
-              coverageThreshold,
-              seed,
-              templates,
-              world,
-              taskSize,
-            },
-          },
-        ],
+        args: [{ runId, idx, spec: taskSpecOf(spec) }],
         // Children are drained before continue-as-new; on cancel they are asked to stop.
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       });
@@ -234,7 +147,146 @@ export async function Synthesis(input: unknown, carried?: SynthesisProgress): Pr
   } catch (error) {
     return endRunOnError(control, runId, error);
   }
+  return finishRun(spec, runId, control, progress, state, report, counts);
+}
 
+/** A run's first start (not a continuation): records it, loads its personas and reasoning seed problems. */
+async function startRun(spec: SynthesisSpec, runId: string, control: RunControl): Promise<SynthesisProgress> {
+  linkViewer(await recordRunStart({ runId, kind: 'Synthesis', spec }));
+  control.progress(0, 'loading personas');
+  const reasoning = spec.reasoning;
+  const loaded = await loadSynthesisPersonas({
+    runId,
+    path: spec.personas.path,
+    offset: spec.personas.offset,
+    // Reasoning problems take the personas in turn: load as many as there are problems.
+    limit: reasoning ? Math.max(spec.tasks, reasoning.problems) : spec.tasks,
+  });
+  const toolTasks = Math.min(loaded.loaded, spec.tasks);
+  let problems = 0;
+  if (reasoning) {
+    control.progress(0, 'loading reasoning seed problems');
+    problems = (
+      await loadReasoningSeeds({
+        runId,
+        path: reasoning.seeds.path,
+        offset: reasoning.seeds.offset,
+        limit: reasoning.problems,
+      })
+    ).loaded;
+  }
+  return {
+    total: toolTasks + problems,
+    cursor: 0,
+    outcomes: '.'.repeat(toolTasks + problems),
+    tally: { kept: 0, rejected: 0, failed: 0 },
+    rejectedByReason: {},
+    paused: false,
+    ...(reasoning && { toolTasks }),
+  };
+}
+
+/** The status query's counts: tasks pending, settled by outcome, and in flight by stage. */
+function stageCounts(progress: SynthesisProgress, state: SynthesisState): Record<string, number> {
+  const byStage: Record<string, number> = { pending: progress.total - state.cursor, ...state.tally };
+  for (const stage of state.inFlight.values()) byStage[stage] = (byStage[stage] ?? 0) + 1;
+  return byStage;
+}
+
+/** Counts a task's outcome (and a rejection's reason) and marks it no longer in flight. */
+function settleTask(
+  state: SynthesisState,
+  idx: number,
+  result: SynthesisTaskResult | ReasoningProblemResult | 'failed',
+): void {
+  const outcome = result === 'failed' ? 'failed' : result.outcome;
+  state.tally[outcome]++;
+  if (result !== 'failed' && result.outcome === 'rejected') {
+    state.rejectedByReason[result.reason] = (state.rejectedByReason[result.reason] ?? 0) + 1;
+  }
+  const mark = outcome === 'failed' ? 'f' : outcome === 'kept' ? 'k' : 'r';
+  state.outcomes[idx] = mark;
+  state.inFlight.delete(idx);
+}
+
+/**
+ * Starts a reasoning problem: one activity, idempotent on its row (seed §3.4), settled when it
+ * ends; a failure is recorded on the row before the run counts it (as a task's row does).
+ */
+function startReasoningProblem(
+  spec: SynthesisSpec,
+  runId: string,
+  idx: number,
+  toolTasks: number,
+  settle: (idx: number, result: ReasoningProblemResult | 'failed') => void,
+): void {
+  synthesizeReasoningProblem({
+    runId,
+    idx: idx - toolTasks,
+    solutions: spec.reasoning!.solutions,
+    rewrite: spec.reasoning!.rewrite,
+    keep: spec.reasoning!.keep,
+    teacher: spec.models.teacher,
+    templates: spec.templates,
+    seed: spec.seed + idx,
+  }).then(
+    (result) => settle(idx, result),
+    async (error) => {
+      if (isCancellation(error)) return;
+      // The row records the failure before the run counts it (as a task's row does).
+      const failure = innermostFailure(error);
+      await CancellationScope.nonCancellable(() =>
+        recordReasoningProblemFailure({
+          runId,
+          idx: idx - toolTasks,
+          reason: failure.type,
+          detail: failure.message.slice(0, MAX_FAILURE_CHARS),
+        }),
+      ).catch(() => undefined);
+      settle(idx, 'failed');
+    },
+  );
+}
+
+/** The part of the spec a SynthesisTask child gets. */
+function taskSpecOf(spec: SynthesisSpec) {
+  const {
+    models,
+    refine,
+    demonstrationsPerTask,
+    maxTurns,
+    demonstrationToolChoice,
+    coverageThreshold,
+    seed,
+    templates,
+    world,
+    taskSize,
+  } = spec;
+  return {
+    models,
+    refine,
+    demonstrationsPerTask,
+    maxTurns,
+    demonstrationToolChoice,
+    coverageThreshold,
+    seed,
+    templates,
+    world,
+    taskSize,
+  };
+}
+
+/** Continues as new while tasks remain; otherwise writes the report and the dataset and completes. */
+async function finishRun(
+  spec: SynthesisSpec,
+  runId: string,
+  control: RunControl,
+  progress: SynthesisProgress,
+  state: SynthesisState,
+  report: (stage: string) => void,
+  counts: () => Record<string, number>,
+): Promise<SynthesisSummary> {
+  const { cursor, outcomes, tally, rejectedByReason } = state;
   if (cursor < progress.total) {
     await continueRun<typeof Synthesis>(spec, {
       total: progress.total,

@@ -127,30 +127,42 @@ export async function runReasoningBenchmarkTrial(
   };
   let outcome: TrialOutcome;
   try {
-    const state = await playReasoningEpisode(deps, reasoning, episode, input, hooks);
-    const reward = await scoreReasoningEpisode(
-      deps,
-      { ...reasoning, aliases: problem.aliases },
-      state,
-      input.evaluationId,
-      input.judge,
-      hooks.signal,
-    );
-    outcome = {
-      reward: reward.reward,
-      termination: state.endReason!,
-      steps: state.turns,
-      promptTokens: state.openingTokens ?? 0,
-      completionTokens: state.responseTokens,
-      failure: null,
-      detail: `${reward.method}: ${reward.detail}`,
-      trajectory: state.messages,
-    };
+    outcome = await scoredEpisode(deps, input, reasoning, problem.aliases, episode, hooks);
   } catch (error) {
     if (!(error instanceof ModelRequestRejectedError)) throw error;
     outcome = modelRefused(error);
   }
   return storeTrial(deps.pool, key, outcome, versions, started);
+}
+
+/** The trial's episode with the real tools and its correctness reward, as the outcome to store. */
+async function scoredEpisode(
+  deps: ReasoningRolloutDependencies,
+  input: ReturnType<typeof ReasoningTrialInputSchema.parse>,
+  reasoning: Parameters<typeof playReasoningEpisode>[1],
+  aliases: Parameters<typeof scoreReasoningEpisode>[1]['aliases'],
+  episode: Parameters<typeof playReasoningEpisode>[2],
+  hooks: EpisodeHooks,
+): Promise<TrialOutcome> {
+  const state = await playReasoningEpisode(deps, reasoning, episode, input, hooks);
+  const reward = await scoreReasoningEpisode(
+    deps,
+    { ...reasoning, aliases },
+    state,
+    input.evaluationId,
+    input.judge,
+    hooks.signal,
+  );
+  return {
+    reward: reward.reward,
+    termination: state.endReason!,
+    steps: state.turns,
+    promptTokens: state.openingTokens ?? 0,
+    completionTokens: state.responseTokens,
+    failure: null,
+    detail: `${reward.method}: ${reward.detail}`,
+    trajectory: state.messages,
+  };
 }
 
 /**

@@ -111,61 +111,71 @@ export async function runSyntheticBenchmarkTrial(
   if (stored) return stored;
 
   const episodeId = `${input.evaluationId}/synthetic/${input.group}/${input.taskId}/t${input.trial}`;
-  const policyVersion = input.policy.model;
   let outcome: TrialOutcome;
   try {
-    const episode = await deps.world.runEpisode(
-      {
-        episodeId,
-        taskId: input.taskId,
-        purpose: 'evaluation',
-        sampleIndex: input.trial,
-        policyVersion,
-        runId: input.evaluationId,
-        agentRoleName: POLICY_ROLE,
-        agent: policyRole(input.policy, input.sampling),
-        toolSimulator: input.toolSimulator,
-        userSimulator: input.userSimulator,
-        maxTurns: input.maxTurns,
-        templates: input.templates,
-      },
-      hooks,
-    );
-    const judged = await judgeOrRecordUnjudged(
-      { pool: deps.pool, models: deps.models, signal: hooks.signal },
-      {
-        episodeId,
-        taskId: input.taskId,
-        judge: input.judge,
-        runId: input.evaluationId,
-        templates: input.templates,
-        policyVersion,
-      },
-    );
-    if ('unjudged' in judged) {
-      throw new EvalJudgeFailed(episodeId, judged.unjudged);
-    }
-    const { rows } = await deps.pool.query<{
-      messages: unknown;
-      opening_tokens: number | null;
-      response_tokens: number;
-    }>('SELECT messages, opening_tokens, response_tokens FROM episodes WHERE episode_id = $1', [episodeId]);
-    const fraction = (value: number | null) => (value === null ? '-' : value.toFixed(3));
-    outcome = {
-      reward: judged.reward,
-      termination: episode.endReason,
-      steps: episode.turns,
-      promptTokens: rows[0]!.opening_tokens ?? 0,
-      completionTokens: rows[0]!.response_tokens,
-      failure: null,
-      detail:
-        `sub-goals ${fraction(judged.subGoalFraction)}, interactions ${fraction(judged.interactionFraction)}, ` +
-        `forbidden ${judged.forbiddenViolated ? 'violated' : 'kept'}`,
-      trajectory: rows[0]!.messages,
-    };
+    outcome = await judgedEpisode(deps, input, episodeId, hooks);
   } catch (error) {
     if (!(error instanceof ModelRequestRejectedError)) throw error;
     outcome = modelRefused(error);
   }
   return storeTrial(deps.pool, key, outcome, versions, started);
+}
+
+/** The trial's episode in the mock world and its judgement, as the outcome to store. */
+async function judgedEpisode(
+  deps: SyntheticTrialDependencies,
+  input: ReturnType<typeof SyntheticTrialInputSchema.parse>,
+  episodeId: string,
+  hooks: EpisodeHooks,
+): Promise<TrialOutcome> {
+  const policyVersion = input.policy.model;
+  const episode = await deps.world.runEpisode(
+    {
+      episodeId,
+      taskId: input.taskId,
+      purpose: 'evaluation',
+      sampleIndex: input.trial,
+      policyVersion,
+      runId: input.evaluationId,
+      agentRoleName: POLICY_ROLE,
+      agent: policyRole(input.policy, input.sampling),
+      toolSimulator: input.toolSimulator,
+      userSimulator: input.userSimulator,
+      maxTurns: input.maxTurns,
+      templates: input.templates,
+    },
+    hooks,
+  );
+  const judged = await judgeOrRecordUnjudged(
+    { pool: deps.pool, models: deps.models, signal: hooks.signal },
+    {
+      episodeId,
+      taskId: input.taskId,
+      judge: input.judge,
+      runId: input.evaluationId,
+      templates: input.templates,
+      policyVersion,
+    },
+  );
+  if ('unjudged' in judged) {
+    throw new EvalJudgeFailed(episodeId, judged.unjudged);
+  }
+  const { rows } = await deps.pool.query<{
+    messages: unknown;
+    opening_tokens: number | null;
+    response_tokens: number;
+  }>('SELECT messages, opening_tokens, response_tokens FROM episodes WHERE episode_id = $1', [episodeId]);
+  const fraction = (value: number | null) => (value === null ? '-' : value.toFixed(3));
+  return {
+    reward: judged.reward,
+    termination: episode.endReason,
+    steps: episode.turns,
+    promptTokens: rows[0]!.opening_tokens ?? 0,
+    completionTokens: rows[0]!.response_tokens,
+    failure: null,
+    detail:
+      `sub-goals ${fraction(judged.subGoalFraction)}, interactions ${fraction(judged.interactionFraction)}, ` +
+      `forbidden ${judged.forbiddenViolated ? 'violated' : 'kept'}`,
+    trajectory: rows[0]!.messages,
+  };
 }

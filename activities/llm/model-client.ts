@@ -109,37 +109,7 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
           modelCalls.inc({ role, source: 'cache' });
           return toResult(found, true);
         }
-        // A span per paid call (a no-op unless the worker traces: workers/tracing.ts).
-        const answer = await tracer.startActiveSpan(
-          'mockworld.model_call',
-          { attributes: { 'mockworld.role': role, 'gen_ai.request.model': call.endpoint.model } },
-          async (span) => {
-            try {
-              const paid = await completeUpstream(
-                call.endpoint,
-                chatRequestBody(call, responseFormat),
-                backoff,
-                signal,
-                call.role,
-              );
-              span.setAttributes({
-                'gen_ai.usage.input_tokens': paid.completion.usage?.prompt_tokens ?? 0,
-                'gen_ai.usage.output_tokens': paid.completion.usage?.completion_tokens ?? 0,
-                'mockworld.attempts': paid.attempts,
-              });
-              return paid;
-            } catch (error) {
-              modelErrors.inc({ role, kind: error instanceof Error ? error.name : 'unknown' });
-              span.setStatus({
-                code: SpanStatusCode.ERROR,
-                message: error instanceof Error ? error.message : String(error),
-              });
-              throw error;
-            } finally {
-              span.end();
-            }
-          },
-        );
+        const answer = await completeTraced(call, responseFormat, backoff, signal, role);
         const choice = answer.completion.choices[0]!;
         // Only the fields the stages read, and at most the answer bound: a hostile server's 3 MB
         // answer or 5,000-deep extra field never reaches a row (it is stored cut, marked oversized).
@@ -171,6 +141,46 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
     );
     return shared ? { ...value, cached: true } : value;
   };
+}
+
+/** The paid upstream call, in a span of its own (a no-op unless the worker traces: workers/tracing.ts). */
+function completeTraced(
+  call: ModelCall,
+  responseFormat: unknown,
+  backoff: BackoffOptions,
+  signal: AbortSignal,
+  role: string,
+) {
+  return tracer.startActiveSpan(
+    'mockworld.model_call',
+    { attributes: { 'mockworld.role': role, 'gen_ai.request.model': call.endpoint.model } },
+    async (span) => {
+      try {
+        const paid = await completeUpstream(
+          call.endpoint,
+          chatRequestBody(call, responseFormat),
+          backoff,
+          signal,
+          call.role,
+        );
+        span.setAttributes({
+          'gen_ai.usage.input_tokens': paid.completion.usage?.prompt_tokens ?? 0,
+          'gen_ai.usage.output_tokens': paid.completion.usage?.completion_tokens ?? 0,
+          'mockworld.attempts': paid.attempts,
+        });
+        return paid;
+      } catch (error) {
+        modelErrors.inc({ role, kind: error instanceof Error ? error.name : 'unknown' });
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: error instanceof Error ? error.message : String(error),
+        });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 /** Counts one paid call in this process's metrics. */

@@ -65,44 +65,66 @@ export async function evaluateCell(
     tests.flatMap((question) =>
       Array.from({ length: input.samples }, async (_, sample) => {
         if (have.has(`${question.questionId}\n${sample}`)) return;
-        const answer = await models.chat({
-          endpoint,
-          messages: [{ role: 'user', content: await teacherPrompt(question) }],
-          sampling: input.sampling,
-          sampleIndex: sample,
-          policyVersion: `${input.trainerRunId}@step-${input.policyStep}`,
-          runId: input.studyId,
-          role: STUDENT_ROLE,
-        });
-        // Cut before grading and storing: a longer answer is graded on what fits (the cut is marked).
-        const response = cutWithMarker(answer.message.content ?? '', BOUNDS.studyResponseBytes);
-        const verdict = await judgeResponse(models, {
-          studyId: input.studyId,
-          judge: input.judge,
-          question,
-          response,
-          exactMatch: input.exactMatch,
-        });
-        const truncated = answer.finishReason === 'length' || isOversized(answer.finishReason);
-        await pool.query(
-          `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by,
-                                          truncated)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-          [
-            input.studyId,
-            input.cellId,
-            question.questionId,
-            sample,
-            storableText(response),
-            verdict.correct,
-            verdict.judgedBy,
-            truncated,
-          ],
-        );
+        await evaluateSample(models, pool, input, endpoint, question, sample);
         onProgress(++done, total);
       }),
     ),
   );
+  const result = await cellScore(pool, input);
+  await pool.query(
+    `UPDATE study_cells SET score = $3, evaluated = $4, finished_at = now() WHERE study_id = $1 AND cell_id = $2`,
+    [input.studyId, input.cellId, result.score, result.judged],
+  );
+  return result;
+}
+
+/** One sample of one test question: the student's answer, its verdict, stored (insert-if-absent). */
+async function evaluateSample(
+  models: ModelClient,
+  pool: pg.Pool,
+  input: EvaluateCellInput,
+  endpoint: ModelEndpoint,
+  question: Awaited<ReturnType<typeof questionsOf>>[number],
+  sample: number,
+): Promise<void> {
+  const answer = await models.chat({
+    endpoint,
+    messages: [{ role: 'user', content: await teacherPrompt(question) }],
+    sampling: input.sampling,
+    sampleIndex: sample,
+    policyVersion: `${input.trainerRunId}@step-${input.policyStep}`,
+    runId: input.studyId,
+    role: STUDENT_ROLE,
+  });
+  // Cut before grading and storing: a longer answer is graded on what fits (the cut is marked).
+  const response = cutWithMarker(answer.message.content ?? '', BOUNDS.studyResponseBytes);
+  const verdict = await judgeResponse(models, {
+    studyId: input.studyId,
+    judge: input.judge,
+    question,
+    response,
+    exactMatch: input.exactMatch,
+  });
+  const truncated = answer.finishReason === 'length' || isOversized(answer.finishReason);
+  await pool.query(
+    `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by,
+                                          truncated)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+    [
+      input.studyId,
+      input.cellId,
+      question.questionId,
+      sample,
+      storableText(response),
+      verdict.correct,
+      verdict.judgedBy,
+      truncated,
+    ],
+  );
+}
+
+/** The cell's mean@k, judged and failed counts and truncated answers, from its stored verdicts. */
+async function cellScore(pool: pg.Pool, input: EvaluateCellInput): Promise<CellEvaluation> {
   const { rows } = await pool.query<{
     score: number | null;
     judged: number;
@@ -116,15 +138,10 @@ export async function evaluateCell(
          FROM study_evaluations WHERE study_id = $1 AND cell_id = $2 GROUP BY question_id) q`,
     [input.studyId, input.cellId],
   );
-  const result = {
+  return {
     score: rows[0]?.score ?? null,
     judged: rows[0]?.judged ?? 0,
     judgeFailures: rows[0]?.failed ?? 0,
     truncated: rows[0]?.truncated ?? 0,
   };
-  await pool.query(
-    `UPDATE study_cells SET score = $3, evaluated = $4, finished_at = now() WHERE study_id = $1 AND cell_id = $2`,
-    [input.studyId, input.cellId, result.score, result.judged],
-  );
-  return result;
 }

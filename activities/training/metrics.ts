@@ -120,6 +120,14 @@ export async function summarizeRollouts(
 ): Promise<RolloutSummaryMetrics> {
   const purpose = input.purpose ?? 'rollout';
   const prefix = episodePrefix(input.runId, input.iteration, purpose);
+  const totals = await episodeTotals(pool, prefix, purpose);
+  const kinds = await rewardsByKind(pool, prefix, purpose);
+  const tokens = await policyTokens(pool, input.runId, prefix, purpose);
+  return rolloutSummary(totals, kinds, tokens);
+}
+
+/** One row of counts and means over the iteration's episodes, their judgements and rewards. */
+async function episodeTotals(pool: pg.Pool, prefix: string, purpose: string) {
   const { rows } = await pool.query<{
     episodes: number;
     ended: number;
@@ -166,6 +174,11 @@ export async function summarizeRollouts(
       WHERE starts_with(e.episode_id, $1) AND e.purpose = $2`,
     [prefix, purpose],
   );
+  return rows[0]!;
+}
+
+/** Episodes, rewarded count and reward mean per problem kind (`tool-use` for tasks). */
+async function rewardsByKind(pool: pg.Pool, prefix: string, purpose: string) {
   const kinds = await pool.query<{
     kind: string;
     episodes: number;
@@ -182,6 +195,11 @@ export async function summarizeRollouts(
       GROUP BY 1 ORDER BY 1`,
     [prefix, purpose],
   );
+  return kinds.rows;
+}
+
+/** The policy's calls and tokens over the policy versions the iteration's episodes ran. */
+async function policyTokens(pool: pg.Pool, runId: string, prefix: string, purpose: string) {
   const tokens = await pool.query<{ calls: number; prompt: number; completion: number }>(
     `SELECT count(*)::int AS calls,
             coalesce(sum(prompt_tokens), 0)::float8 AS prompt,
@@ -190,9 +208,17 @@ export async function summarizeRollouts(
       WHERE run_id = $1 AND role = $2
         AND policy_version IN (SELECT DISTINCT policy_version FROM episodes
                                 WHERE starts_with(episode_id, $3) AND purpose = $4)`,
-    [input.runId, POLICY_ROLE, prefix, purpose],
+    [runId, POLICY_ROLE, prefix, purpose],
   );
-  const r = rows[0]!;
+  return tokens.rows[0]!;
+}
+
+/** The metrics the iteration records, from the three queries' rows. */
+function rolloutSummary(
+  r: Awaited<ReturnType<typeof episodeTotals>>,
+  kinds: Awaited<ReturnType<typeof rewardsByKind>>,
+  tokens: Awaited<ReturnType<typeof policyTokens>>,
+): RolloutSummaryMetrics {
   return {
     episodes: r.episodes,
     ended: r.ended,
@@ -216,12 +242,12 @@ export async function summarizeRollouts(
     truncated: r.max_turns + r.length_limit + r.transcript_limit,
     offPolicy: r.off_policy,
     unjudged: r.unjudged,
-    policyTokens: tokens.rows[0]!,
+    policyTokens: tokens,
     // Per kind only in a mix: a tool-use run's metrics stay as they were.
-    ...(kinds.rows.some((k) => k.kind !== 'tool-use')
+    ...(kinds.some((k) => k.kind !== 'tool-use')
       ? {
           byKind: Object.fromEntries(
-            kinds.rows.map((k) => [
+            kinds.map((k) => [
               k.kind,
               { episodes: k.episodes, rewarded: k.rewarded, rewardMean: k.reward_mean },
             ]),

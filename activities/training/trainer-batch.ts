@@ -73,6 +73,37 @@ export async function buildTrainerBatch(
   input: BuildTrainerBatchInput,
 ): Promise<TrainerBatchSummary> {
   const { runId, step, items } = input;
+  const problems = inputProblems(step, items);
+  if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
+  const records = await batchRecords(pool, items, problems);
+  if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
+  await writeBatch(pool, runId, step, items, records);
+
+  const rewards = items.map((i) => i.reward);
+  const { numGroups, zeroVarianceGroups } = groupAdvantages(
+    rewards,
+    items.map((i) => i.taskId),
+  );
+  const rewardMean = rewards.reduce((s, r) => s + r, 0) / rewards.length;
+  const rewardStd = Math.sqrt(rewards.reduce((s, r) => s + (r - rewardMean) ** 2, 0) / rewards.length);
+  return {
+    rows: records.length,
+    groups: numGroups,
+    zeroVarianceGroups,
+    rewardMean,
+    rewardStd,
+    batchRef: { kind: 'postgres', table: TRAINER_BATCHES_TABLE, run_id: runId, step },
+  };
+}
+
+/** One GRPO record of the batch, keyed by the episode it was built from. */
+interface BatchRecord {
+  episodeId: string;
+  payload: z.output<typeof GrpoBatchRecordSchema>;
+}
+
+/** What is wrong with the input before any row is read: the step, an empty batch, repeats, rewards. */
+function inputProblems(step: number, items: BuildTrainerBatchInput['items']): string[] {
   const problems: string[] = [];
   if (!Number.isInteger(step) || step < 1) problems.push(`step must be an integer >= 1, got ${step}`);
   if (items.length === 0) problems.push('no items: a batch needs at least one scored rollout');
@@ -84,8 +115,15 @@ export async function buildTrainerBatch(
       problems.push(`${item.episodeId}: reward ${String(item.reward)} is not a finite number`);
     }
   }
-  if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
+  return problems;
+}
 
+/** Each item's record from its episode row; what is wrong with an item is added to `problems`. */
+async function batchRecords(
+  pool: pg.Pool,
+  items: BuildTrainerBatchInput['items'],
+  problems: string[],
+): Promise<BatchRecord[]> {
   const { rows } = await pool.query<EpisodeRow>(
     `SELECT e.episode_id, e.task_id, e.messages, e.end_reason, t.tools, p.kind AS problem_kind
        FROM episodes e LEFT JOIN tasks t ON t.task_id = e.task_id
@@ -94,7 +132,7 @@ export async function buildTrainerBatch(
     [items.map((i) => i.episodeId)],
   );
   const byId = new Map(rows.map((r) => [r.episode_id, r]));
-  const records: Array<{ episodeId: string; payload: z.output<typeof GrpoBatchRecordSchema> }> = [];
+  const records: BatchRecord[] = [];
   for (const item of items) {
     const row = byId.get(item.episodeId);
     if (!row) {
@@ -128,8 +166,17 @@ export async function buildTrainerBatch(
       }
     }
   }
-  if (problems.length > 0) throw new TrainerBatchError(runId, step, problems);
+  return records;
+}
 
+/** Makes the step's rows exactly `records`, in one transaction (stale rows of a retry deleted). */
+async function writeBatch(
+  pool: pg.Pool,
+  runId: string,
+  step: number,
+  items: BuildTrainerBatchInput['items'],
+  records: readonly BatchRecord[],
+): Promise<void> {
   await inTransaction(pool, async (client) => {
     await client.query(
       `DELETE FROM trainer_batches WHERE run_id = $1 AND step = $2 AND NOT (episode_id = ANY($3::text[]))`,
@@ -145,20 +192,4 @@ export async function buildTrainerBatch(
       );
     }
   });
-
-  const rewards = items.map((i) => i.reward);
-  const { numGroups, zeroVarianceGroups } = groupAdvantages(
-    rewards,
-    items.map((i) => i.taskId),
-  );
-  const rewardMean = rewards.reduce((s, r) => s + r, 0) / rewards.length;
-  const rewardStd = Math.sqrt(rewards.reduce((s, r) => s + (r - rewardMean) ** 2, 0) / rewards.length);
-  return {
-    rows: records.length,
-    groups: numGroups,
-    zeroVarianceGroups,
-    rewardMean,
-    rewardStd,
-    batchRef: { kind: 'postgres', table: TRAINER_BATCHES_TABLE, run_id: runId, step },
-  };
 }

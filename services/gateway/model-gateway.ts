@@ -70,28 +70,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
     if (req.method !== 'POST' || route !== GATEWAY_COMPLETE_PATH) {
       throw new HttpError(404, `no route ${req.method} ${route}; use POST ${GATEWAY_COMPLETE_PATH}`);
     }
-    if (!authorized(req.headers.authorization))
-      throw new HttpError(401, 'missing or wrong Authorization header');
-    // Browsers may send simple cross-site POSTs without a preflight: refuse anything from a page.
-    if (req.headers.origin !== undefined) throw new HttpError(403, 'requests from browsers are refused');
-    if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
-      throw new HttpError(415, 'the body must be application/json');
-    }
-    const body = await readBody(req, maxBodyBytes);
-    let parsed: GatewayRequest;
-    try {
-      parsed = GatewayRequestSchema.parse(JSON.parse(body.toString('utf8')));
-    } catch (error) {
-      const detail = error instanceof z.ZodError ? z.prettifyError(error) : 'the body is not JSON';
-      throw new HttpError(400, `not a model call: ${detail}`);
-    }
-    const keyEnv = parsed.call.endpoint.apiKeyEnv;
-    if (keyEnv !== undefined && NEVER_KEYS.test(keyEnv)) {
-      throw new HttpError(
-        403,
-        `call.endpoint.apiKeyEnv: ${keyEnv} is not an API key variable the gateway sends`,
-      );
-    }
+    const parsed = await readGatewayCall(req, authorized, maxBodyBytes);
     // No abort signal: the call is finished and stored even if the worker that asked is gone.
     inFlight++;
     try {
@@ -140,6 +119,37 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
     },
     close: listening.close,
   };
+}
+
+/** The request's model call, once the caller is authorized and the body is a valid call; an HttpError otherwise. */
+async function readGatewayCall(
+  req: http.IncomingMessage,
+  authorized: ReturnType<typeof authorizationCheck>,
+  maxBodyBytes: number,
+): Promise<GatewayRequest> {
+  if (!authorized(req.headers.authorization))
+    throw new HttpError(401, 'missing or wrong Authorization header');
+  // Browsers may send simple cross-site POSTs without a preflight: refuse anything from a page.
+  if (req.headers.origin !== undefined) throw new HttpError(403, 'requests from browsers are refused');
+  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
+    throw new HttpError(415, 'the body must be application/json');
+  }
+  const body = await readBody(req, maxBodyBytes);
+  let parsed: GatewayRequest;
+  try {
+    parsed = GatewayRequestSchema.parse(JSON.parse(body.toString('utf8')));
+  } catch (error) {
+    const detail = error instanceof z.ZodError ? z.prettifyError(error) : 'the body is not JSON';
+    throw new HttpError(400, `not a model call: ${detail}`);
+  }
+  const keyEnv = parsed.call.endpoint.apiKeyEnv;
+  if (keyEnv !== undefined && NEVER_KEYS.test(keyEnv)) {
+    throw new HttpError(
+      403,
+      `call.endpoint.apiKeyEnv: ${keyEnv} is not an API key variable the gateway sends`,
+    );
+  }
+  return parsed;
 }
 
 /** The error's class name and fields, for the worker to rebuild (gateway-client.ts). */

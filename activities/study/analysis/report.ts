@@ -143,16 +143,36 @@ function slug(protocol: string): string {
 export function renderStudyReport(input: StudyReportInput): StudyReport {
   const data = StudyReportInputSchema.parse(input);
   const analyses = analyzeStudy(data);
-  const { trainMaxR, targetR } = data.forecast;
-  const allR = [...new Set(analyses.flatMap((a) => a.budgets.map((b) => b.r)))].sort((a, b) => a - b);
   const md: string[] = [`# ${data.title}`, ''];
   md.push(
     'Scores are mean@8 in %, mean ± sample std over training seeds. Errors and gaps are in percentage points (pp).',
     '',
   );
+  md.push(...scoreSection(analyses));
+  md.push(...fitSection(analyses));
+  md.push(...forecastSection(data, analyses));
+  md.push(...intrinsicSection(data, analyses));
+  if (data.matchedBudget && data.matchedBudget.length) {
+    md.push('## Matched-budget buckets B = q·r', '');
+    md.push(
+      'Q1 ⊂ Q2 ⊂ Q4 hold a quarter, a half and all of the seed questions; each bucket has |Q4|·B/4 examples.',
+      '',
+    );
+    md.push(matchedBudgetTable(data.matchedBudget), '');
+  }
+  const figures = reportFigures(data, analyses);
+  md.push('## Figures', '');
+  for (const f of figures) md.push(`- ${f.protocol}: \`${f.fileName}\``);
+  md.push('');
+  return { markdown: md.join('\n'), figures, analyses };
+}
 
-  md.push('## Score by response budget r', '');
-  md.push(
+/** The report's "Score by response budget" section: one row per protocol, one column per budget. */
+function scoreSection(analyses: readonly ProtocolAnalysis[]): string[] {
+  const allR = [...new Set(analyses.flatMap((a) => a.budgets.map((b) => b.r)))].sort((a, b) => a - b);
+  return [
+    '## Score by response budget r',
+    '',
     table(
       ['protocol', ...allR.map((r) => `r=${r}`)],
       analyses.map((a) => [
@@ -164,11 +184,16 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
       ]),
     ),
     '',
-  );
+  ];
+}
 
-  md.push('## Scaling-law fit P(r) = P∞ − A·r^−α on all budgets', '');
-  md.push('Bounds: P∞ ≤ 1, A ≥ 0, α ≥ 0.02. MAE is in-sample over the fitted budgets.', '');
-  md.push(
+/** The report's scaling-law fit section: each curve's fitted parameters, or why it has none. */
+function fitSection(analyses: readonly ProtocolAnalysis[]): string[] {
+  return [
+    '## Scaling-law fit P(r) = P∞ − A·r^−α on all budgets',
+    '',
+    'Bounds: P∞ ≤ 1, A ≥ 0, α ≥ 0.02. MAE is in-sample over the fitted budgets.',
+    '',
     table(
       ['protocol', 'P∞ (%)', 'A (%)', 'α', 'at bound', 'MAE (pp)'],
       analyses.map((a) =>
@@ -185,14 +210,12 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
       ),
     ),
     '',
-  );
+  ];
+}
 
-  md.push(`## Held-out forecast of r = ${targetR} from r ≤ ${trainMaxR}`, '');
-  md.push(
-    `Fit: the scaling law fit on r ≤ ${trainMaxR}. Carry: the r = ${trainMaxR} score unchanged. ` +
-      `LogLin: a least-squares line in score vs log r over r ≤ ${trainMaxR}. Error: |observed − forecast| (pp).`,
-    '',
-  );
+/** The report's held-out forecast section: Fit, Carry and LogLin against the observed score, pooled. */
+function forecastSection(data: StudyReportData, analyses: readonly ProtocolAnalysis[]): string[] {
+  const { trainMaxR, targetR } = data.forecast;
   const forecasts = analyses.flatMap((a) => (a.forecast.ok ? [a.forecast.value] : []));
   const forecastRows = analyses.map((a) => {
     if (!a.forecast.ok) return [a.label, '—', '—', '—', '—', '—', '—', `— (${a.forecast.reason})`];
@@ -221,23 +244,30 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
       pooled.logLinPp.toFixed(2),
     ]);
   }
-  md.push(
-    table(
-      [
-        'protocol',
-        'observed (%)',
-        'Fit (%)',
-        'Fit err (pp)',
-        'Carry (%)',
-        'Carry err (pp)',
-        'LogLin (%)',
-        'LogLin err (pp)',
-      ],
-      forecastRows,
-    ),
+  const header = [
+    'protocol',
+    'observed (%)',
+    'Fit (%)',
+    'Fit err (pp)',
+    'Carry (%)',
+    'Carry err (pp)',
+    'LogLin (%)',
+    'LogLin err (pp)',
+  ];
+  return [
+    `## Held-out forecast of r = ${targetR} from r ≤ ${trainMaxR}`,
     '',
-  );
+    `Fit: the scaling law fit on r ≤ ${trainMaxR}. Carry: the r = ${trainMaxR} score unchanged. ` +
+      `LogLin: a least-squares line in score vs log r over r ≤ ${trainMaxR}. Error: |observed − forecast| (pp).`,
+    '',
+    table(header, forecastRows),
+    '',
+  ];
+}
 
+/** The report's intrinsic-metrics section, with each curve's gap to the reference protocol. */
+function intrinsicSection(data: StudyReportData, analyses: readonly ProtocolAnalysis[]): string[] {
+  const md: string[] = [];
   const reference = analyses.find((a) => a.protocol === data.referenceProtocol);
   md.push(`## Intrinsic metrics and gap to ${reference ? reference.label : data.referenceProtocol}`, '');
   md.push(
@@ -277,18 +307,14 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
   } else if (!reference) {
     md.push(`No curve of the reference protocol \`${data.referenceProtocol}\`: gaps not computed.`, '');
   }
+  return md;
+}
 
-  if (data.matchedBudget && data.matchedBudget.length) {
-    md.push('## Matched-budget buckets B = q·r', '');
-    md.push(
-      'Q1 ⊂ Q2 ⊂ Q4 hold a quarter, a half and all of the seed questions; each bucket has |Q4|·B/4 examples.',
-      '',
-    );
-    md.push(matchedBudgetTable(data.matchedBudget), '');
-  }
-
+/** One curve figure per protocol, each under a file name of its own. */
+function reportFigures(data: StudyReportData, analyses: readonly ProtocolAnalysis[]): ReportFigure[] {
+  const { trainMaxR, targetR } = data.forecast;
   const used = new Set<string>();
-  const figures = analyses.map((a) => {
+  return analyses.map((a) => {
     let name = `curve-${slug(a.protocol)}.svg`;
     for (let i = 2; used.has(name); i++) name = `curve-${slug(a.protocol)}-${i}.svg`;
     used.add(name);
@@ -301,8 +327,4 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
     });
     return { protocol: a.protocol, fileName: name, spec };
   });
-  md.push('## Figures', '');
-  for (const f of figures) md.push(`- ${f.protocol}: \`${f.fileName}\``);
-  md.push('');
-  return { markdown: md.join('\n'), figures, analyses };
 }
