@@ -53,30 +53,37 @@ export const BenchmarkFileSchema = z
   })
   .strict();
 
+/** What listing a file benchmark's group takes, beside its benchmark's name. */
+export const fileListFields = {
+  group: z.string().min(1),
+  path: z.string().min(1),
+  taskIds: z.array(z.string()).optional(),
+  limit: z.number().int().min(1).optional(),
+};
+
+/** What one (problem, trial) of a file benchmark's group takes, beside its benchmark's name. */
+export const fileTrialFields = {
+  evaluationId: z.string().min(1),
+  group: z.string().min(1),
+  taskId: z.string().min(1),
+  trial: z.number().int().min(0),
+  trials: z.number().int().min(1),
+  path: z.string().min(1),
+  policy: EvalEndpointSchema,
+  sampling: EvalSamplingSchema,
+};
+
 /** Listing a group's problems (`listReasoningBenchmarkTasks`). */
 export const ReasoningListInputSchema = z
-  .object({
-    benchmark: ReasoningBenchmarkSchema,
-    group: z.string().min(1),
-    path: z.string().min(1),
-    taskIds: z.array(z.string()).optional(),
-    limit: z.number().int().min(1).optional(),
-  })
+  .object({ benchmark: ReasoningBenchmarkSchema, ...fileListFields })
   .strict();
 export type ReasoningListInput = z.infer<typeof ReasoningListInputSchema>;
 
 /** One (problem, trial) of a math or search group (`runReasoningBenchmarkTrial`). */
 export const ReasoningTrialInputSchema = z
   .object({
-    evaluationId: z.string().min(1),
     benchmark: ReasoningBenchmarkSchema,
-    group: z.string().min(1),
-    taskId: z.string().min(1),
-    trial: z.number().int().min(0),
-    trials: z.number().int().min(1),
-    path: z.string().min(1),
-    policy: EvalEndpointSchema,
-    sampling: EvalSamplingSchema,
+    ...fileTrialFields,
     maxTurns: z.number().int().min(1).max(64),
     sandbox: SandboxCapsSchema.partial().optional(),
     templates: TemplatesSchema.optional(),

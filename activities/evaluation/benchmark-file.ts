@@ -5,9 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { BenchmarkProblemSchema } from '../../schemas/reasoning-evaluation.js';
 import { resolveDataFile } from '../data-files.js';
+import type { ListTasksResult } from '../../schemas/evaluation-contract.js';
 import { BenchmarkFileError } from './errors.js';
+import { packageVersions, selectTasks } from './trial-store.js';
 
 /** Largest benchmark file read (the seed's sets are a few hundred problems). */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
@@ -81,4 +84,31 @@ export async function readBenchmarkFile(file: string): Promise<BenchmarkFile> {
   }
   if (problems.length === 0) throw refuse(resolved, 'has no problem');
   return { path: resolved, sha256: createHash('sha256').update(bytes).digest('hex'), problems };
+}
+
+/** The data version of a benchmark file in a trial's hash: its name and sha256. */
+export const dataVersion = (file: BenchmarkFile) => ({ [path.basename(file.path)]: file.sha256 });
+
+/** The problems of a file benchmark's group, in file order (`taskIds` picks some, `limit` the first). */
+export async function listFileBenchmarkTasks(input: {
+  readonly benchmark: string;
+  readonly group: string;
+  readonly path: string;
+  readonly taskIds?: readonly string[];
+  readonly limit?: number;
+}): Promise<ListTasksResult> {
+  const file = await readBenchmarkFile(input.path);
+  const ids = selectTasks(
+    file.problems.map((problem) => problem.id),
+    input,
+    (absent) =>
+      new BenchmarkFileError(
+        `${input.benchmark} ${input.group}`,
+        `has no problem ${absent
+          .slice(0, 10)
+          .map((id) => JSON.stringify(id))
+          .join(', ')}`,
+      ),
+  );
+  return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
 }

@@ -4,7 +4,6 @@
  * under the hash of its settings, versions and data (a stored trial is returned, never run again),
  * and every policy call goes through the model ledger, so a retried attempt pays nothing twice.
  */
-import path from 'node:path';
 import type pg from 'pg';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
@@ -19,39 +18,22 @@ import { ModelRoleSchema } from '../../schemas/model-endpoint.js';
 import { ModelRequestRejectedError, type ModelClient } from '../llm/index.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import { callSettings } from '../world/model-roles.js';
-import { readBenchmarkFile, type BenchmarkFile } from './benchmark-file.js';
+import { dataVersion, listFileBenchmarkTasks, readBenchmarkFile } from './benchmark-file.js';
 import { LOCAL_BENCHMARKS, type PolicyReply } from './benchmarks/index.js';
 import { BenchmarkFileError } from './errors.js';
 import { modelRefused, policyRole } from './reasoning-trial.js';
 import {
   configHash,
   packageVersions,
-  selectTasks,
   storedTrial,
   storeTrial,
   type TrialKey,
   type TrialOutcome,
 } from './trial-store.js';
 
-const dataVersion = (file: BenchmarkFile) => ({ [path.basename(file.path)]: file.sha256 });
-
 /** The problems of a group, in file order (`taskIds` picks some, `limit` the first). */
 export async function listLocalBenchmarkTasks(data: LocalListInput): Promise<ListTasksResult> {
-  const input = LocalListInputSchema.parse(data);
-  const file = await readBenchmarkFile(input.path);
-  const ids = selectTasks(
-    file.problems.map((problem) => problem.id),
-    input,
-    (absent) =>
-      new BenchmarkFileError(
-        `${input.benchmark} ${input.group}`,
-        `has no problem ${absent
-          .slice(0, 10)
-          .map((id) => JSON.stringify(id))
-          .join(', ')}`,
-      ),
-  );
-  return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
+  return listFileBenchmarkTasks(LocalListInputSchema.parse(data));
 }
 
 /** What a trial needs from the worker. */

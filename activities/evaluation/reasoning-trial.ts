@@ -5,7 +5,6 @@
  * trial. Exactly once: a stored trial is returned as it is, never run again; a retried attempt
  * resumes the episode from its last turn and pays nothing twice (the model ledger).
  */
-import path from 'node:path';
 import { EpisodeInputSchema } from '../../schemas/episode-input.js';
 import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
 import {
@@ -23,37 +22,20 @@ import {
 import { loadTemplate, SHIPPED_TEMPLATES } from '../templates/templates.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import type { EpisodeHooks } from '../world/index.js';
-import { readBenchmarkFile, type BenchmarkFile } from './benchmark-file.js';
+import { dataVersion, listFileBenchmarkTasks, readBenchmarkFile } from './benchmark-file.js';
 import { BenchmarkFileError } from './errors.js';
 import {
   configHash,
   packageVersions,
-  selectTasks,
   storedTrial,
   storeTrial,
   type TrialKey,
   type TrialOutcome,
 } from './trial-store.js';
 
-const dataVersion = (file: BenchmarkFile) => ({ [path.basename(file.path)]: file.sha256 });
-
 /** The problems of a math or search group, in file order (`taskIds` picks some, `limit` the first). */
 export async function listReasoningBenchmarkTasks(data: ReasoningListInput): Promise<ListTasksResult> {
-  const input = ReasoningListInputSchema.parse(data);
-  const file = await readBenchmarkFile(input.path);
-  const ids = selectTasks(
-    file.problems.map((problem) => problem.id),
-    input,
-    (absent) =>
-      new BenchmarkFileError(
-        `${input.benchmark} ${input.group}`,
-        `has no problem ${absent
-          .slice(0, 10)
-          .map((id) => JSON.stringify(id))
-          .join(', ')}`,
-      ),
-  );
-  return { taskIds: ids, packages: packageVersions(), data: dataVersion(file) };
+  return listFileBenchmarkTasks(ReasoningListInputSchema.parse(data));
 }
 
 /**
