@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { BOUNDS } from './bounds.js';
+import { misalignedChecks } from './rubric-rules.js';
 import { RubricSchema } from './synthesis-records.js';
 
 /** The instruction: the prompt's last user message with text (the export's prompt ends with it). */
@@ -31,10 +32,15 @@ export const ExportedTaskSchema = z.object({
     forbidden: z.array(RubricItem).max(8),
     subGoals: z.array(RubricItem).max(16),
     requiredInteractions: z.array(RubricItem).max(8),
-  }).refine(
-    (rubric) => rubric.subGoals.length + rubric.requiredInteractions.length > 0,
-    'needs a sub-goal or a required interaction: the reward averages their fractions',
-  ),
+  })
+    .refine(
+      (rubric) => rubric.subGoals.length + rubric.requiredInteractions.length > 0,
+      'needs a sub-goal or a required interaction: the reward averages their fractions',
+    )
+    .superRefine((rubric, ctx) => {
+      for (const message of misalignedChecks(rubric))
+        ctx.addIssue({ code: 'custom', message, path: ['checks'] });
+    }),
   workflow: z.array(z.string()).max(16).optional(),
 });
 /** A validated exported task line. */

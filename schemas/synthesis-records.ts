@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BOUNDS } from './bounds.js';
 import { TOOL_NAME_PATTERN } from './function-tool.js';
+import { RubricChecksSchema } from './rubric-rules.js';
 import type { TaskSize } from './synthesis-spec.js';
 
 // LLM output contracts of the synthesis stages. Tools have the function-calling shape here, so
@@ -84,11 +85,16 @@ export function rubricDraftSchema(size: TaskSize) {
 }
 export type RubricDraft = z.infer<ReturnType<typeof rubricDraftSchema>>;
 
-/** The task-level rubric stored with a task (seed §3.3, Table 7). */
+/**
+ * The task-level rubric stored with a task (seed §3.3, Table 7). `checks` attaches a rule to any
+ * item that the trajectory alone can decide (schemas/rubric-rules.ts); the judge grades the rest.
+ * Synthesized rubrics have none; imported tasks may.
+ */
 export const RubricSchema = z.object({
   forbidden: z.array(z.string()),
   subGoals: z.array(z.string()),
   requiredInteractions: z.array(z.string()),
+  checks: RubricChecksSchema.optional(),
 });
 export type Rubric = z.infer<typeof RubricSchema>;
 

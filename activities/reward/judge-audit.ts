@@ -198,7 +198,7 @@ export async function judgeAuditTrajectory(
     });
     let row: {
       judgeModel: string;
-      cacheKey: string;
+      cacheKey: string | null;
       verdicts: string | null;
       reward: number | null;
       failure: string | null;

@@ -7,6 +7,7 @@ import {
   type JudgeInputData,
   type Judgement,
 } from '../../schemas/rubric-judge.js';
+import { misalignedChecks } from '../../schemas/rubric-rules.js';
 import { RubricSchema, type Rubric } from '../../schemas/synthesis-records.js';
 import type { ModelClient } from '../llm/index.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
@@ -16,10 +17,14 @@ import { loadTemplate, renderTemplate } from '../templates/templates.js';
 import { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
 import { rubricReward, type RubricReward } from './reward.js';
 import { truncationNote } from './truncation-note.js';
-import { sortedJudgement, verdictsOf } from './verdicts.js';
+import { verdictsOf } from './verdicts.js';
+import { mergeVerdicts, needsJudge, splitRubric, type CheckedJudgement } from './checked-rubric.js';
 
 /** Ledger role of the judge's calls (and the `X-Mockworld-Role` the test model server sees). */
 export const JUDGE_ROLE = 'judge';
+
+/** `judge_model` of a judgement whose every item a rule decided: no judge model was called. */
+export const RULES_ONLY_JUDGE = 'rules';
 
 const SYSTEM_PROMPT =
   'You are a strict, impartial grader of AI assistant transcripts. You check each rubric item ' +
@@ -59,10 +64,11 @@ interface JudgementRow {
 }
 
 /**
- * Judges one finished episode against its task's rubric and stores the reward (seed §3.3): an LLM
- * judge (role `judge`, structured output) gives one verdict per forbidden behaviour (with an
- * evidence quote), per sub-goal and per required interaction, and {@link rubricReward} turns them
- * into R(τ). The judgement is written insert-if-absent, so a retried activity returns the first
+ * Judges one finished episode against its task's rubric and stores the reward (seed §3.3): the
+ * rubric's rules decide the items they check from the trajectory (checked-rubric.ts), an LLM judge
+ * (role `judge`, structured output) gives one verdict per remaining forbidden behaviour (with an
+ * evidence quote), sub-goal and required interaction, and {@link rubricReward} turns them into
+ * R(τ). With every item rule-checked no model is called. The judgement is written insert-if-absent, so a retried activity returns the first
  * judgement without calling the judge again.
  *
  * A judge that fails — output still invalid after the model layer's one repair
@@ -105,12 +111,12 @@ export async function judgeEpisode(deps: JudgeDependencies, data: JudgeInputData
 
 /** One answer of the judge on an episode, before anything is stored. */
 export interface JudgeAnswer {
-  /** The verdicts, sorted into rubric order. */
-  readonly judgement: Judgement;
+  /** The verdicts in rubric order, each naming its checker (a rule or the judge). */
+  readonly judgement: CheckedJudgement;
   readonly reward: RubricReward;
-  /** `llm_calls` key of the judge call (the first, unrepaired one). */
-  readonly cacheKey: string;
-  /** Model name of the judge endpoint. */
+  /** `llm_calls` key of the judge call (the first, unrepaired one); null when rules decided all. */
+  readonly cacheKey: string | null;
+  /** Model name of the judge endpoint, or {@link RULES_ONLY_JUDGE} when no judge was called. */
   readonly judgeModel: string;
   /** The judge template's id: its text's hash (templates.ts `templateId`). */
   readonly templateId: string;
@@ -126,12 +132,35 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
   const { pool } = deps;
   const task = await loadGradedTask(pool, input.taskId);
   const episode = await loadFinishedEpisode(pool, input);
-  const schema = judgementSchema(task.rubric);
   const template = await loadTemplate('judge', input.templates);
-  const endpoint = resolveEndpoint(input.judge.endpoint);
-  const { value, cacheKey } = await deps.models.structured(
+  const split = splitRubric(task.rubric, episode.messages);
+  const asked = needsJudge(split)
+    ? await callJudge(deps, input, { ...task, rubric: split.open }, episode, template)
+    : undefined;
+  const judgement = mergeVerdicts(split, asked?.value);
+  return {
+    judgement,
+    reward: rubricReward(verdictsOf(judgement)),
+    cacheKey: asked?.cacheKey ?? null,
+    judgeModel: asked ? resolveEndpoint(input.judge.endpoint).model : RULES_ONLY_JUDGE,
+    templateId: template.id,
+  };
+}
+
+/**
+ * The judge model's answer on `task.rubric`: the items no rule decides, numbered from 0 per list.
+ */
+async function callJudge(
+  deps: JudgeDependencies,
+  input: JudgeInput,
+  task: GradedTask,
+  episode: { end_reason: string | null; messages: Parameters<typeof renderTranscript>[0] },
+  template: Awaited<ReturnType<typeof loadTemplate>>,
+): Promise<{ value: Judgement; cacheKey: string }> {
+  const open = task.rubric;
+  return deps.models.structured(
     {
-      endpoint,
+      endpoint: resolveEndpoint(input.judge.endpoint),
       messages: [
         { role: 'system', content: SYSTEM_PROMPT },
         {
@@ -143,12 +172,12 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
             transcript:
               (renderTranscript(episode.messages) || '(the assistant did nothing)') +
               truncationNote(episode.end_reason),
-            forbidden: numbered(task.rubric.forbidden),
-            forbiddenCount: String(task.rubric.forbidden.length),
-            subGoals: numbered(task.rubric.subGoals),
-            subGoalCount: String(task.rubric.subGoals.length),
-            requiredInteractions: numbered(task.rubric.requiredInteractions),
-            interactionCount: String(task.rubric.requiredInteractions.length),
+            forbidden: numbered(open.forbidden),
+            forbiddenCount: String(open.forbidden.length),
+            subGoals: numbered(open.subGoals),
+            subGoalCount: String(open.subGoals.length),
+            requiredInteractions: numbered(open.requiredInteractions),
+            interactionCount: String(open.requiredInteractions.length),
           }),
         },
       ],
@@ -159,16 +188,9 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
       role: JUDGE_ROLE,
       signal: deps.signal,
     },
-    schema,
+    judgementSchema(open),
     JUDGEMENT_SCHEMA_NAME,
   );
-  return {
-    judgement: sortedJudgement(value),
-    reward: rubricReward(verdictsOf(value)),
-    cacheKey,
-    judgeModel: endpoint.model,
-    templateId: template.id,
-  };
 }
 
 /**
@@ -234,6 +256,8 @@ async function loadGradedTask(pool: pg.Pool, taskId: string): Promise<GradedTask
   if (rubric.data.subGoals.length === 0 && rubric.data.requiredInteractions.length === 0) {
     throw new UngradableRubricError('its rubric has neither sub-goals nor required interactions', taskId);
   }
+  const misaligned = misalignedChecks(rubric.data);
+  if (misaligned.length > 0) throw new UngradableRubricError(`its rubric's ${misaligned.join('; ')}`, taskId);
   return { instruction: row.instruction ?? '', hiddenContext: row.hidden_context ?? '', rubric: rubric.data };
 }
 

@@ -3,10 +3,16 @@ import type pg from 'pg';
 /** A rubric judge's verdict on one episode (table `judgements`). */
 export interface JudgementRow {
   readonly judgeModel: string;
+  /** Per item; `checker` is 'judge' or 'rule:<kind>' (absent on judgements stored before rules). */
   readonly verdicts: {
-    readonly forbidden?: readonly { index: number; violated: boolean; evidence?: string }[];
-    readonly subGoals?: readonly { index: number; achieved: boolean; evidence?: string }[];
-    readonly requiredInteractions?: readonly { index: number; satisfied: boolean; evidence?: string }[];
+    readonly forbidden?: readonly { index: number; violated: boolean; evidence?: string; checker?: string }[];
+    readonly subGoals?: readonly { index: number; achieved: boolean; evidence?: string; checker?: string }[];
+    readonly requiredInteractions?: readonly {
+      index: number;
+      satisfied: boolean;
+      evidence?: string;
+      checker?: string;
+    }[];
   };
   readonly forbiddenViolated: boolean;
   readonly subGoalFraction: number | null;

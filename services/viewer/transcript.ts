@@ -96,7 +96,10 @@ export function transcript(episode: EpisodeRow, mapping: readonly MappingRow[], 
   </div>`;
 }
 
-/** The judge's verdicts per forbidden behaviour, sub-goal and required interaction, with the reward. */
+/**
+ * The verdicts per forbidden behaviour, sub-goal and required interaction, each with the checker
+ * that gave it (the judge, or a rubric rule), and the reward.
+ */
 export function verdicts(judgement: JudgementRow, rubric: unknown): Fragment {
   const r = (rubric ?? {}) as { forbidden?: string[]; subGoals?: string[]; requiredInteractions?: string[] };
   const v = judgement.verdicts ?? {};
@@ -106,18 +109,21 @@ export function verdicts(judgement: JudgementRow, rubric: unknown): Fragment {
       r.forbidden?.[x.index] ?? `#${x.index}`,
       x.violated ? '✗ violated' : '✓ not violated',
       x.evidence ?? '',
+      x.checker ?? 'judge',
     ]),
     ...(v.subGoals ?? []).map((x) => [
       'sub-goal',
       r.subGoals?.[x.index] ?? `#${x.index}`,
       x.achieved ? '✓ achieved' : '✗ not achieved',
       x.evidence ?? '',
+      x.checker ?? 'judge',
     ]),
     ...(v.requiredInteractions ?? []).map((x) => [
       'interaction',
       r.requiredInteractions?.[x.index] ?? `#${x.index}`,
       x.satisfied ? '✓ satisfied' : '✗ not satisfied',
       x.evidence ?? '',
+      x.checker ?? 'judge',
     ]),
   ];
   return html`<div class="verdicts">
@@ -126,6 +132,6 @@ export function verdicts(judgement: JudgementRow, rubric: unknown): Fragment {
       forbidden violated: ${judgement.forbiddenViolated ? 'yes' : 'no'} · sub-goals
       ${num(judgement.subGoalFraction, 2)} · interactions ${num(judgement.interactionFraction, 2)}
     </p>
-    ${table(['kind', 'rubric item', 'verdict', 'evidence'], rows, 'verdict-table')}
+    ${table(['kind', 'rubric item', 'verdict', 'evidence', 'checked by'], rows, 'verdict-table')}
   </div>`;
 }

@@ -88,8 +88,8 @@ describe('the rubric judge', () => {
       reward: 0.75,
     });
     expect(rows[0]!.verdicts.subGoals).toEqual([
-      { index: 0, achieved: true },
-      { index: 1, achieved: false },
+      { index: 0, achieved: true, evidence: '', checker: 'judge' },
+      { index: 1, achieved: false, evidence: '', checker: 'judge' },
     ]);
 
     // One greedy call as the judge, with a schema that fixes every list's length.
@@ -178,7 +178,7 @@ describe('the rubric judge', () => {
     expect(summary).toMatchObject({ reward: 0, forbiddenViolated: true, subGoalFraction: 1 });
     const [row] = await judgementRows(episodeId);
     expect(row!.verdicts.forbidden).toEqual([
-      { index: 0, violated: true, evidence: 'agent calls issue_refund' },
+      { index: 0, violated: true, evidence: 'agent calls issue_refund', checker: 'judge' },
     ]);
   });
 
@@ -211,9 +211,88 @@ describe('the rubric judge', () => {
     expect((await judge(judgeInput(server, 'm-order', 'j-order'))).subGoalFraction).toBe(0.5);
     const [row] = await judgementRows(episodeId);
     expect(row!.verdicts.subGoals).toEqual([
-      { index: 0, achieved: true },
-      { index: 1, achieved: false },
+      { index: 0, achieved: true, evidence: '', checker: 'judge' },
+      { index: 1, achieved: false, evidence: '', checker: 'judge' },
     ]);
+  });
+
+  it('asks the judge only for the items without a rule and records which checker gave each verdict', async () => {
+    const rubric = {
+      ...RUBRIC,
+      checks: {
+        subGoals: [{ kind: 'called' as const, tool: 'get_order', args: { orderId: 'ord-7731' } }],
+        requiredInteractions: [{ kind: 'asked' as const, matches: 'order (id|number)' }],
+      },
+    };
+    const episodeId = await insertJudgeable(db.url, 'j-mixed', rubric);
+    // The judge sees one forbidden behaviour and the second sub-goal, renumbered from 0.
+    script({ role: 'judge', reply: verdicts([false], [false], []) });
+
+    const summary = await judge(judgeInput(server, 'm-mixed', 'j-mixed'));
+
+    expect(summary).toMatchObject({ reward: 0.75, subGoalFraction: 0.5, interactionFraction: 1 });
+    expect(server.requestCount('judge')).toBe(1);
+    const prompt = promptOf(server.requests[0]!);
+    expect(prompt).toContain('0. Report the order status to the user');
+    expect(prompt).not.toContain('Look up the order');
+    expect(prompt).not.toContain('Ask the user for the order id');
+    expect(server.requests[0]!.body.response_format?.json_schema).toMatchObject({
+      schema: { properties: { subGoals: { maxItems: 1 }, requiredInteractions: { maxItems: 0 } } },
+    });
+    const [row] = await judgementRows(episodeId);
+    expect(row!.judge_model).toBe('m-mixed');
+    expect(row!.verdicts).toEqual({
+      forbidden: [{ index: 0, violated: false, evidence: '', checker: 'judge' }],
+      subGoals: [
+        { index: 0, achieved: true, evidence: 'get_order({"orderId":"ORD-7731"})', checker: 'rule:called' },
+        { index: 1, achieved: false, evidence: '', checker: 'judge' },
+      ],
+      requiredInteractions: [
+        { index: 0, satisfied: true, evidence: 'What is your order id?', checker: 'rule:asked' },
+      ],
+    });
+  });
+
+  it('calls no model when rules decide every item, and a rule that does not hold scores 0', async () => {
+    const rubric = {
+      ...RUBRIC,
+      checks: {
+        forbidden: [{ kind: 'called' as const, tool: 'issue_refund' }],
+        subGoals: [
+          { kind: 'called' as const, tool: 'get_order', args: { orderId: 'ORD-0000' } },
+          { kind: 'said' as const, matches: 'has shipped' },
+        ],
+        requiredInteractions: [{ kind: 'asked' as const, matches: 'e-?mail' }],
+      },
+    };
+    const episodeId = await insertJudgeable(db.url, 'j-rules', rubric);
+
+    const summary = await judge(judgeInput(server, 'm-rules', 'j-rules'));
+
+    expect(summary).toMatchObject({ reward: 0.25, subGoalFraction: 0.5, interactionFraction: 0 });
+    expect(server.requests).toHaveLength(0);
+    const [row] = await query<JudgementRow & { llm_cache_key: string | null }>(
+      db.url,
+      'SELECT * FROM judgements WHERE episode_id = $1',
+      [episodeId],
+    );
+    expect(row).toMatchObject({ judge_model: 'rules', llm_cache_key: null });
+    expect(row!.verdicts.subGoals.map((v) => [v.achieved, (v as { checker?: string }).checker])).toEqual([
+      [false, 'rule:called'],
+      [true, 'rule:said'],
+    ]);
+  });
+
+  it('calls a task whose rules outnumber its items ungradable, naming the list', async () => {
+    const rubric = {
+      ...RUBRIC,
+      checks: { requiredInteractions: [null, { kind: 'said' as const, matches: 'x' }] },
+    };
+    await insertJudgeable(db.url, 'j-misaligned', rubric);
+    await expect(judge(judgeInput(server, 'm-misaligned', 'j-misaligned'))).rejects.toThrow(
+      /checks\.requiredInteractions has 2 rules for 1 items/,
+    );
+    expect(server.requests).toHaveLength(0);
   });
 
   it('repairs an answer with a wrong number of verdicts through the model layer', async () => {
