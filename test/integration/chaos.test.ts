@@ -16,14 +16,14 @@ import { query } from '../../testkit/database.js';
  * policy server, model servers failing 20% of requests) while CPU workers, the trainer and the
  * gateway are SIGKILLed, the Temporal server is crashed and restarted on its db file, the
  * harness's own PostgreSQL is restarted, a model server answers in 5–20 s for half a minute, and
- * the checkpoint directory's own disk is full for a while, twice each. Nothing may be lost,
- * duplicated, applied twice or paid twice, every tool call must get its mapping's one answer, and
- * the slow server must cost no give-up and no retry.
+ * the checkpoint directory's own disk is full for a while, once each (bench/chaos.ts: ten each).
+ * Nothing may be lost, duplicated, applied twice or paid twice, every tool call must get its
+ * mapping's one answer, and the slow server must cost no give-up and no retry.
  *
  * Nothing of the machine's is restarted: the machine's PostgreSQL postmaster must have the same
  * start time after the run as before it.
  */
-const FAULTS_PER_KIND = 2;
+const FAULTS_PER_KIND = 1;
 /**
  * The kinds (a)–(h). The evaluation worker kill (i) and the trainer rank kill (j) have a test of
  * their own (chaos-evaluation-ranks.test.ts): with them the workload gains Evaluation runs and the

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `npm test`: every suite, with the Python suites running beside vitest's unit and integration
+# projects (those mostly wait on servers and timers; the Python suites are CPU-bound and own their
+# databases), then the integration-alone project by itself, since its files prove recovery within
+# timeouts and must have the cores. Exits non-zero when any suite failed, after running them all.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+for venv in trainer sandbox eval verl; do bash "deploy/$venv-venv.sh" || exit 1; done
+
+python_log=$(mktemp)
+trap 'rm -f "$python_log"' EXIT
+(
+  status=0
+  for suite in trainer eval verl; do npm run -s "test:$suite" || status=1; done
+  exit $status
+) >"$python_log" 2>&1 &
+python_pid=$!
+
+status=0
+npx vitest run --project unit --project integration || status=1
+wait "$python_pid" || status=1
+echo "── Python suites (trainer, eval, verl) ──"
+cat "$python_log"
+npx vitest run --project integration-alone || status=1
+exit $status
