@@ -9,7 +9,7 @@ import { PolicyServingSchema } from './policy-serving.js';
 import { PresetSchema } from './presets.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
 import { SearchBackendSchema } from './reasoning-search.js';
-import { DEFAULT_WORLD, WorldSchema } from './synthesis-spec.js';
+import { DEFAULT_WORLD, TurnToolChoicesSchema, WorldSchema } from './synthesis-spec.js';
 import { TemplatesSchema } from './templates.js';
 import {
   GgufModelSpecSchema,
@@ -155,6 +155,11 @@ export const GrpoSpecSchema = z
       ),
     rolloutsPerTask: z.number().int().min(2).max(256).default(16).describe('Group size n.'),
     maxTurns: z.number().int().min(1).max(64).default(16),
+    rolloutToolChoice: TurnToolChoicesSchema.describe(
+      "The policy's tool choice on the first turns of every rollout and held-out episode (auto | ask_user | " +
+        'task_tool | answer); later turns are auto. Default []: every turn auto, as the seed. For a small ' +
+        'base that never calls a tool unprompted (the served policy then opens the call and samples the rest).',
+    ),
     maxResponseTokens: z
       .number()
       .int()

@@ -21,7 +21,7 @@ export interface GrpoGroupInput {
     GrpoSpec,
     'policy' | 'judge' | 'toolSimulator' | 'userSimulator' | 'maxTurns' | 'templates'
   > &
-    Partial<Pick<GrpoSpec, 'world' | 'maxResponseTokens'>> & {
+    Partial<Pick<GrpoSpec, 'world' | 'maxResponseTokens' | 'rolloutToolChoice'>> & {
       /** The mix's reasoning tools (search backend, sandbox caps); set when the run mixes problems in. */
       readonly reasoning?: Pick<ReasoningMix, 'search' | 'sandbox'>;
     };
@@ -48,6 +48,7 @@ export async function GrpoGroup(input: GrpoGroupInput): Promise<number> {
     maxResponseTokens: spec.maxResponseTokens,
     templates: spec.templates,
     world: spec.world,
+    turnToolChoice: spec.rolloutToolChoice,
     purpose: input.purpose,
   };
   const rollout = (sampleIndex: number) => ({ ...task, sampleIndex });

@@ -169,6 +169,8 @@ function groupSpecOf(spec: GrpoSpec) {
     maxResponseTokens: spec.maxResponseTokens,
     templates: spec.templates,
     world: spec.world,
+    // Only when set: the children of histories from before the setting keep their input.
+    ...(spec.rolloutToolChoice.length > 0 ? { rolloutToolChoice: spec.rolloutToolChoice } : {}),
     ...(spec.dataset.reasoning
       ? { reasoning: { search: spec.dataset.reasoning.search, sandbox: spec.dataset.reasoning.sandbox } }
       : {}),

@@ -21,6 +21,8 @@ export interface RolloutInput {
   readonly toolSimulator: GrpoSpec['toolSimulator'];
   readonly userSimulator: GrpoSpec['userSimulator'];
   readonly maxTurns: number;
+  /** The policy's tool choice on its first turns (GrpoSpec.rolloutToolChoice); absent: every turn auto. */
+  readonly turnToolChoice?: GrpoSpec['rolloutToolChoice'];
   /** The response's cap in the endpoint's tokens (seed App. A: 13,000); absent in older histories: none. */
   readonly maxResponseTokens?: number;
   readonly templates: GrpoSpec['templates'];
@@ -63,6 +65,7 @@ export function rolloutEpisode(input: RolloutInput): EpisodeInputData {
     toolSimulator: input.toolSimulator,
     userSimulator: input.userSimulator,
     maxTurns: input.maxTurns,
+    turnToolChoice: input.turnToolChoice,
     maxResponseTokens: input.maxResponseTokens,
     templates: input.templates,
     world: input.world,

@@ -70,4 +70,28 @@ describe('runRollout', () => {
     expect(await runRollout(world, input)).toEqual(rollout);
     expect((await query(db.url, 'SELECT 1 FROM llm_calls')).length).toBe(before);
   });
+
+  it("sends the spec's rollout tool choice on the first turns and auto after them", async () => {
+    const [taskId] = await insertTasks(db.url, 'syn-choice', 1);
+    server.setScript([{ role: 'policy', reply: 'Done.' }]);
+    server.resetStats();
+    const models = createModelClient({ databaseUrl: db.url, backoff: { baseDelayMs: 10 } });
+    const world = createEpisodeRunner({ databaseUrl: db.url, models });
+    const endpoint = ModelEndpointSchema.parse({ baseUrl: server.url, model: 'policy-c', maxRetries: 1 });
+    const sampling = { temperature: 1, topP: 1, maxTokens: 64 };
+    await runRollout(world, {
+      runId: 'grpo-choice',
+      iteration: 0,
+      taskId: taskId!,
+      sampleIndex: 0,
+      policyVersion: 0,
+      policy: { endpoint, sampling },
+      toolSimulator: { endpoint, sampling },
+      userSimulator: { endpoint, sampling },
+      maxTurns: 4,
+      turnToolChoice: ['task_tool'],
+      templates: { version: 'v1', overrides: {} },
+    });
+    expect(server.requests[0]!.body.tool_choice).toBe('required');
+  });
 });

@@ -49,6 +49,15 @@ class TranscriptTokenizer(Protocol):
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
     ) -> list[int]: ...
 
+    def tool_call_opening(self, name: str | None) -> str | None:
+        """The start of an assistant turn that can only go on as a tool call (of ``name``, when set), in
+        the layout ``encode`` writes calls in; None when that layout cannot fix the name up front."""
+        ...
+
+    def text_ids(self, text: str) -> list[int]:
+        """Token ids of plain text inside a turn (no special tokens)."""
+        ...
+
 
 def content_text(message: dict[str, Any]) -> str:
     """A message's content as one string: OpenAI content parts joined, none as empty."""
@@ -103,6 +112,13 @@ class ByteTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return bytes(i for i in ids if i < 256).decode(errors="replace")
+
+    def tool_call_opening(self, name: str | None) -> str | None:
+        # message_text sorts a call's keys, so "arguments" comes before the name: no name can be fixed.
+        return None if name is not None else '\n<tool_call>{"arguments": '
+
+    def text_ids(self, text: str) -> list[int]:
+        return list(text.encode())
 
 
 TOOLS_PREAMBLE = (
@@ -195,6 +211,14 @@ class ChatTemplateTokenizer:
 
     def _ids(self, text: str) -> list[int]:
         return self.hf(text, add_special_tokens=False)["input_ids"] if text else []
+
+    def tool_call_opening(self, name: str | None) -> str | None:
+        # The Hermes layout of with_tools_as_text, which Qwen3's own template writes too.
+        opening = '<tool_call>\n{"name": "'
+        return opening if name is None else f'{opening}{name}", "arguments": '
+
+    def text_ids(self, text: str) -> list[int]:
+        return self._ids(text)
 
     def _assistant_segments(
         self, messages: Sequence[dict[str, Any]], tools: Any

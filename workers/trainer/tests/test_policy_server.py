@@ -186,6 +186,55 @@ def test_junk_and_calls_without_tools_come_back_as_content(serve, monkeypatch):
         assert out["choices"][0]["finish_reason"] == "stop"
 
 
+def test_a_required_tool_call_is_opened_for_the_policy_which_samples_the_rest(serve, monkeypatch):
+    server = serve()
+    prompts = []
+
+    def generate(served, prompt, *rest):
+        prompts.append(list(prompt))
+        return [*'{}, "name": "get_logs"}</tool_call>'.encode(), END], "stop"
+
+    monkeypatch.setattr(app, "generate", generate)
+    status, _, out = chat(server, tools=TOOLS, tool_choice="required")
+    opening = '\n<tool_call>{"arguments": '
+    assert status == 200 and bytes(prompts[0][-len(opening) :]) == opening.encode()
+    choice = out["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
+    assert [c["function"] for c in choice["message"]["tool_calls"]] == [{"name": "get_logs", "arguments": "{}"}]
+    assert out["usage"]["prompt_tokens"] == len(prompts[0])
+
+
+@pytest.mark.parametrize(
+    ("extra", "param", "message"),
+    [
+        ({"tool_choice": "required"}, "tool_choice", "'required' needs tools"),
+        ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "deploy"}}},
+         "tool_choice.function.name", "'deploy' is not one of the request's tools"),
+        ({"tools": TOOLS, "tool_choice": "any"}, "tool_choice", "expected 'auto', 'none', 'required'"),
+        # The byte layout writes the arguments before the name: a named choice cannot be opened.
+        ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "rollback"}}},
+         "tool_choice", "cannot fix the function name"),
+    ],
+    ids=["required-without-tools", "unknown-function", "unknown-choice", "named-on-byte-layout"],
+)
+def test_a_tool_choice_that_cannot_be_honoured_is_a_400_naming_it(serve, extra, param, message):
+    status, _, out = chat(serve(), **extra)
+    assert status == 400 and out["error"]["param"] == param and message in out["error"]["message"]
+
+
+def test_the_hermes_opening_of_a_named_call_is_how_the_trainer_writes_that_call(tmp_path):
+    from mockworld_trainer.model import with_tools_as_text
+
+    spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
+    tok = load_tokenizer(spec)
+    assert isinstance(tok, ChatTemplateTokenizer)
+    opening = tok.tool_call_opening("rollback")
+    call = {"id": "c1", "type": "function", "function": {"name": "rollback", "arguments": '{"to": "v41"}'}}
+    written = with_tools_as_text([{"role": "assistant", "content": None, "tool_calls": [call]}], TOOLS)[1]["content"]
+    assert written.startswith(opening) and written.startswith(tok.tool_call_opening(None))
+    assert parse_tool_calls(written, frozenset({"rollback"})) == (None, [{"name": "rollback", "arguments": '{"to": "v41"}'}])
+
+
 def test_invalid_utf8_from_a_random_model_is_still_a_json_response(serve, monkeypatch):
     server = serve()
     monkeypatch.setattr(app, "generate", lambda *a, **k: ([0xFF, 0xC3, 0x00, 0x80, 259], "stop"))

@@ -239,6 +239,10 @@ class PolicyServer:
             raise ApiError(400, str(e), param="messages") from e
         except Exception as e:  # the chat template rejected the conversation (jinja errors and the like)
             raise ApiError(400, f"cannot render the conversation: {type(e).__name__}: {e}", param="messages") from e
+        opening = self._forced_opening(request, served)
+        if opening:
+            with self._tokenize_lock:
+                prompt = prompt + served.policy.tokenizer.text_ids(opening)
         room = served.max_model_len - len(prompt)
         if room < 1:
             raise ApiError(
@@ -257,7 +261,7 @@ class PolicyServer:
                 )
                 completion_tokens += len(ids)
                 with self._tokenize_lock:
-                    text = decode(served, ids)
+                    text = opening + decode(served, ids)
                 choices.append(self._choice(index, text, finish, request, prompt, ids, seed))
         metrics.TOKENS.labels("prompt").inc(len(prompt))
         metrics.TOKENS.labels("completion").inc(completion_tokens)
@@ -281,6 +285,22 @@ class PolicyServer:
                 "total_tokens": len(prompt) + completion_tokens,
             },
         }
+
+    @staticmethod
+    def _forced_opening(request: ChatRequest, served: Served) -> str:
+        """The text a turn that must be a tool call starts with (``tool_choice`` required or a named
+        function): it is written for the policy, which samples the rest, as vLLM's guided decoding does.
+        """
+        if not request.call_required:
+            return ""
+        opening = served.policy.tokenizer.tool_call_opening(request.call_name)
+        if opening is None:
+            raise ApiError(
+                400,
+                "this model's tool-call layout cannot fix the function name; use tool_choice 'required'",
+                param="tool_choice",
+            )
+        return opening
 
     def _run_entry(self, run_id: str) -> dict[str, Any]:
         """A run on disk as a ``/v1/models`` entry (multi-run mode), without loading it."""

@@ -37,6 +37,9 @@ class ChatRequest:
     tools: list[dict[str, Any]] | None
     tool_names: frozenset[str]
     parse_tool_calls: bool
+    # tool_choice "required" or a named function: the turn must be a tool call (of `call_name`, if set).
+    call_required: bool = False
+    call_name: str | None = None
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int | None = None
@@ -104,6 +107,26 @@ def _check_tools(tools: Any, errors: list[tuple[str, str]]) -> list[str]:
     return names
 
 
+def _check_tool_choice(choice: Any, names: list[str], errors: list[tuple[str, str]]) -> tuple[bool, str | None]:
+    """(call required, the function it must call or None) of OpenAI's ``tool_choice``."""
+    if choice in (None, "auto", "none"):
+        return False, None
+    if choice == "required":
+        if not names:
+            errors.append(("tool_choice", "'required' needs tools"))
+        return True, None
+    fn = choice.get("function") if isinstance(choice, dict) and choice.get("type") == "function" else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(name, str):
+        errors.append(
+            ("tool_choice", "expected 'auto', 'none', 'required' or {'type': 'function', 'function': {'name': ...}}")
+        )
+        return False, None
+    if name not in names:
+        errors.append(("tool_choice.function.name", f"{name!r} is not one of the request's tools"))
+    return True, name
+
+
 def parse_chat_request(body: Any) -> ChatRequest:
     """Validates a chat completion body; every bad path is named in one 400."""
     if not isinstance(body, dict):
@@ -112,8 +135,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
     _check_messages(body.get("messages"), errors)
     names = _check_tools(body.get("tools"), errors)
     tool_choice = body.get("tool_choice")
-    if tool_choice not in (None, "auto", "none"):
-        errors.append(("tool_choice", "only 'auto' and 'none' are supported (no constrained decoding)"))
+    call_required, call_name = _check_tool_choice(tool_choice, names, errors)
     temperature = _number(body, "temperature", errors, 1.0)
     if temperature < 0:
         errors.append(("temperature", "must be >= 0 (0 is greedy)"))
@@ -155,6 +177,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
         tools=tools,
         tool_names=frozenset(names),
         parse_tool_calls=bool(names) and tool_choice != "none",
+        call_required=call_required,
+        call_name=call_name,
         temperature=temperature,
         top_p=top_p,
         max_tokens=max_tokens,
