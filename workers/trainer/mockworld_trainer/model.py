@@ -214,8 +214,10 @@ class ChatTemplateTokenizer:
 
     def tool_call_opening(self, name: str | None) -> str | None:
         # The Hermes layout of with_tools_as_text, which Qwen3's own template writes too.
+        # A named call opens its arguments' object too (a function's arguments are one), as a JSON-schema
+        # guided decoder would.
         opening = '<tool_call>\n{"name": "'
-        return opening if name is None else f'{opening}{name}", "arguments": '
+        return opening if name is None else f'{opening}{name}", "arguments": {{'
 
     def text_ids(self, text: str) -> list[int]:
         return self._ids(text)

@@ -190,8 +190,9 @@ def test_a_required_tool_call_is_opened_for_the_policy_which_samples_the_rest(se
     server = serve()
     prompts = []
 
-    def generate(served, prompt, *rest):
+    def generate(served, prompt, *rest, stop_text=None):
         prompts.append(list(prompt))
+        assert stop_text == "</tool_call>"  # the forced call ends at its closing tag
         return [*'{}, "name": "get_logs"}</tool_call>'.encode(), END], "stop"
 
     monkeypatch.setattr(app, "generate", generate)
@@ -201,7 +202,12 @@ def test_a_required_tool_call_is_opened_for_the_policy_which_samples_the_rest(se
     choice = out["choices"][0]
     assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
     assert [c["function"] for c in choice["message"]["tool_calls"]] == [{"name": "get_logs", "arguments": "{}"}]
-    assert out["usage"]["prompt_tokens"] == len(prompts[0])
+    generated = len('{}, "name": "get_logs"}</tool_call>') + 1
+    assert out["usage"] == {
+        "prompt_tokens": len(prompts[0]) - len(opening),
+        "completion_tokens": len(opening) + generated,
+        "total_tokens": len(prompts[0]) + generated,
+    }
 
 
 @pytest.mark.parametrize(
@@ -233,6 +239,60 @@ def test_the_hermes_opening_of_a_named_call_is_how_the_trainer_writes_that_call(
     written = with_tools_as_text([{"role": "assistant", "content": None, "tool_calls": [call]}], TOOLS)[1]["content"]
     assert written.startswith(opening) and written.startswith(tok.tool_call_opening(None))
     assert parse_tool_calls(written, frozenset({"rollback"})) == (None, [{"name": "rollback", "arguments": '{"to": "v41"}'}])
+
+
+def test_a_required_call_on_a_chat_template_model_names_one_of_the_tools_and_ends_at_its_tag(serve, tmp_path):
+    spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
+    server = serve("wf-required", base=spec)
+    status, _, out = chat(server, tools=TOOLS, tool_choice="required", max_tokens=24, seed=3, n=6)
+    assert status == 200
+    tok = load_tokenizer(spec)
+    openings = {name: tok.tool_call_opening(name) for name in ("get_logs", "rollback")}
+    for choice in out["choices"]:  # a random model: its arguments are junk, the call is made all the same
+        (call,) = choice["message"]["tool_calls"]
+        assert call["function"]["name"] in openings and choice["finish_reason"] in ("tool_calls", "length")
+        assert "</tool_call>" not in call["function"]["arguments"]
+    named = chat(server, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "rollback"}}, seed=3)
+    assert named[2]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "rollback"
+
+
+@pytest.mark.parametrize(
+    ("written", "arguments"),
+    [
+        ('"city": "Lisbon"}}\n</tool_call>', '{"city": "Lisbon"}'),
+        ('"city": "Lisbon"}\n</tool_call>', '{"city": "Lisbon"}'),  # the call object left open
+        ('"city": "Lisbon"}} and more', '{"city": "Lisbon"}'),  # cut at the length limit, no tag
+        ('\n "date": Sun8P3</tool_call>', '{\n "date": Sun8P3'),  # not JSON: kept as written
+    ],
+)
+def test_a_forced_calls_arguments_are_what_the_policy_wrote(written, arguments):
+    from mockworld_trainer.serving.tool_calls import forced_call
+
+    opening = '<tool_call>\n{"name": "get_weather", "arguments": {'
+    call = forced_call(opening + written, opening, "get_weather")
+    assert call == {"name": "get_weather", "arguments": arguments}
+
+
+def test_a_call_openings_log_probability_from_the_cached_prompt_equals_a_full_forward_pass(serve, tmp_path):
+    from mockworld_trainer.serving.generation import choose_function, opening_logprobs
+
+    spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
+    server = serve("wf-openings", base=spec)
+    assert chat(server, max_tokens=1)[0] == 200  # loads the policy
+    served = server.holder.served
+    tok = served.policy.tokenizer
+    prompt = tok.generation_prompt(ASK, TOOLS)
+    openings = {n: tok.text_ids(tok.tool_call_opening(n)) for n in ("get_logs", "rollback")}
+
+    def full(name: str) -> float:
+        ids = torch.tensor([prompt + openings[name]])
+        with torch.no_grad():
+            logits = served.policy.model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+        return float(torch.log_softmax(logits, -1).gather(1, torch.tensor(openings[name])[:, None]).sum())
+
+    cached = opening_logprobs(served, prompt, openings)
+    assert cached == pytest.approx({n: full(n) for n in openings}, abs=1e-3)
+    assert choose_function(served, prompt, openings, 0.0, None) == max(cached, key=cached.get)
 
 
 def test_invalid_utf8_from_a_random_model_is_still_a_json_response(serve, monkeypatch):

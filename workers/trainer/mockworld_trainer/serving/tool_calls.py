@@ -65,6 +65,23 @@ def parse_tool_calls(text: str, tool_names: frozenset[str]) -> tuple[str | None,
     return (content if content.strip() else None), calls
 
 
+def forced_call(text: str, opening: str, name: str) -> dict[str, str]:
+    """The call of a turn the server opened as a call of ``name`` (``opening`` ends with the brace that
+    opens its arguments): the arguments object the policy wrote, or, when it wrote no valid one, its
+    text up to the closing tag. Such arguments are not JSON, as OpenAI's own ``arguments`` may not be:
+    the world answers the call with a tool error, and the call still counts as made."""
+    body = text[len(opening) - 1 :]
+    end = body.find(TOOL_CLOSE)
+    body = body[:end] if end >= 0 else body
+    try:
+        value, stop = json.JSONDecoder().raw_decode(body)
+        if isinstance(value, dict):
+            return {"name": name, "arguments": body[:stop]}
+    except (ValueError, RecursionError):
+        pass
+    return {"name": name, "arguments": body.strip()}
+
+
 def tool_call_entries(
     calls: list[dict[str, str]], seed: int | None, prompt: Sequence[int], ids: Sequence[int]
 ) -> list[dict[str, object]]:
