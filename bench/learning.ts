@@ -26,21 +26,17 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { renderChartSvg } from '../activities/charts/render.js';
 import { rewardChartSpec } from '../activities/charts/training-charts.js';
-import { closePools, getPool } from '../activities/store/db.js';
+import { getPool } from '../activities/store/db.js';
 import { readIterationMetrics } from '../activities/training/metrics.js';
-import { embeddedModelPath, ensureEmbeddedModel } from '../deploy/embedded-model/fetch-model.js';
-import { loadEnvironment } from '../schemas/environment.js';
 import type { EvaluationSummary } from '../workflows/evaluation.js';
 import type { GrpoSummary } from '../workflows/grpo-training.js';
 import type { SftSummary } from '../workflows/sft-training.js';
 import type { SynthesisSummary } from '../workflows/synthesis.js';
-import { resultWithin, startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
-import { createTestDatabase, query } from '../testkit/database.js';
+import { query } from '../testkit/database.js';
 import { startEvalWorker } from '../testkit/eval-worker.js';
 import { insertFixtureProblems } from '../testkit/grpo-fixture.js';
-import { startPython } from '../testkit/python-process.js';
-import { startTestWorker } from '../testkit/temporal.js';
 import { splitProblems, writeBenchmarkFile } from './learning/problems.js';
+import { startLearningStack, type Stage } from './learning/stack.js';
 import { RESULTS_DIR, writeResults } from './measure/results.js';
 
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -67,28 +63,10 @@ const TEMPLATES = {
   },
 } as const;
 
-interface Stage {
-  readonly name: string;
-  readonly seconds: number;
-}
-
 async function main(): Promise<void> {
-  const gguf = embeddedModelPath(loadEnvironment().MOCKWORLD_HOME); // before the bench's own home
-  await ensureEmbeddedModel();
-  const run = await startBenchRun('learning');
-  const stages: Stage[] = [];
-  const timed = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    const result = await work();
-    stages.push({ name, seconds: (performance.now() - started) / 1000 });
-    run.log(`${name}: ${stages.at(-1)!.seconds.toFixed(0)} s`);
-    return result;
-  };
+  const stack = await startLearningStack('learning');
+  const { run, db, baseUrl, base, gpuQueue, stages, timed, execute } = stack;
   try {
-    const temporal = await startBenchTemporal(run);
-    const db = await createTestDatabase('mw_bench');
-    run.onCleanup('database', () => db.drop());
-    run.onCleanup('pools', () => closePools());
     const split = splitProblems(SETTINGS.heldOut, SETTINGS.splitSeed);
     const { heldOut } = split;
     const train = split.train.slice(0, SETTINGS.trainProblems);
@@ -100,35 +78,9 @@ async function main(): Promise<void> {
     const heldOutFile = path.join(run.dir, 'additions-heldout.jsonl');
     await writeBenchmarkFile(heldOutFile, heldOut);
 
-    const worker = await startTestWorker(temporal.server.address, db.url);
-    run.onCleanup('CPU worker', () => worker.close());
-    const gpuQueue = `learning-gpu-${run.nonce}`;
     const evalQueue = `learning-eval-${run.nonce}`;
-    const env = {
-      TEMPORAL_ADDRESS: temporal.server.address,
-      MOCKWORLD_GPU_TASK_QUEUE: gpuQueue,
-      MOCKWORLD_CHECKPOINT_DIR: path.join(run.dir, 'checkpoints'),
-      MOCKWORLD_TRAINER_DEVICE: 'cpu',
-      DATABASE_URL: db.url,
-    };
-    const base = { kind: 'gguf', path: gguf, dtype: 'float32' } as const;
-    const policy = await timed('start trainer and policy server (de-quantize the GGUF once)', async () => {
-      const policyServer = startPython(
-        'mockworld_trainer.policy_server',
-        ['--any-run', '--port', '0', '--base', JSON.stringify(base)],
-        env,
-        /policy server for runs under .* at http/,
-      );
-      run.onCleanup('policy server', () => policyServer.kill());
-      await policyServer.ready; // it converts the GGUF; the trainer then finds the cached directory
-      const trainerWorker = startPython('mockworld_trainer.worker', [], env, /trainer worker:/);
-      run.onCleanup('trainer', () => trainerWorker.kill());
-      await trainerWorker.ready;
-      return policyServer;
-    });
-    const baseUrl = /(http:\/\/\S+\/v1)/.exec(await policy.ready)![1]!;
     const evalWorker = await startEvalWorker({
-      TEMPORAL_ADDRESS: temporal.server.address,
+      TEMPORAL_ADDRESS: stack.temporal.server.address,
       MOCKWORLD_EVAL_TASK_QUEUE: evalQueue,
       DATABASE_URL: db.url,
     });
@@ -137,10 +89,6 @@ async function main(): Promise<void> {
     const grpoRunId = `learning-grpo-${run.nonce}`;
     const sftRunId = `learning-sft-${run.nonce}`;
     const sampling = { temperature: SETTINGS.temperature, maxTokens: SETTINGS.maxTokens };
-    const execute = <T>(type: string, workflowId: string, spec: Record<string, unknown>) =>
-      temporal.client.workflow
-        .start(type, { taskQueue: worker.taskQueue, workflowId, args: [{ kind: type, ...spec }] })
-        .then((handle) => resultWithin<T>(temporal, handle, 3 * 60 * 60_000));
     const evaluate = (name: string, runId: string, step: number, compareWith?: string) =>
       timed(`evaluation ${name} (step ${step})`, async () => {
         const workflowId = `learning-eval-${name}-${run.nonce}`;
