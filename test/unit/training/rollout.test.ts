@@ -19,14 +19,13 @@ describe('runRollout', () => {
     await db.drop();
   });
 
-  it('plays the policy under a deterministic episode id per purpose, billed to the run as role policy', async () => {
-    const [taskId] = await insertTasks(db.url, 'syn-roll', 1);
-    server.setScript([{ role: 'policy', reply: 'Your order has shipped.' }]);
+  /** A world on the test database, and a rollout of `taskId` with every role on the test server. */
+  function rolloutOf(model: string, taskId: string, overrides: Partial<RolloutInput> = {}) {
     const models = createModelClient({ databaseUrl: db.url, backoff: { baseDelayMs: 10 } });
     const world = createEpisodeRunner({ databaseUrl: db.url, models });
     const endpoint = ModelEndpointSchema.parse({
       baseUrl: server.url,
-      model: 'policy-m',
+      model,
       timeoutMs: 5_000,
       maxRetries: 1,
     });
@@ -34,7 +33,7 @@ describe('runRollout', () => {
     const input: RolloutInput = {
       runId: 'grpo-roll',
       iteration: 2,
-      taskId: taskId!,
+      taskId,
       sampleIndex: 1,
       policyVersion: 3,
       policy: { endpoint, sampling },
@@ -42,7 +41,15 @@ describe('runRollout', () => {
       userSimulator: { endpoint, sampling },
       maxTurns: 4,
       templates: { version: 'v1', overrides: {} },
+      ...overrides,
     };
+    return { world, input };
+  }
+
+  it('plays the policy under a deterministic episode id per purpose, billed to the run as role policy', async () => {
+    const [taskId] = await insertTasks(db.url, 'syn-roll', 1);
+    server.setScript([{ role: 'policy', reply: 'Your order has shipped.' }]);
+    const { world, input } = rolloutOf('policy-m', taskId!);
     const rollout = await runRollout(world, input);
     expect(rollout).toMatchObject({
       episodeId: `grpo-roll/it2/${taskId}/r1`,
@@ -71,27 +78,15 @@ describe('runRollout', () => {
     expect((await query(db.url, 'SELECT 1 FROM llm_calls')).length).toBe(before);
   });
 
-  it("sends the spec's rollout tool choice on the first turns and auto after them", async () => {
+  it("sends the spec's rollout tool choice on the first turn", async () => {
     const [taskId] = await insertTasks(db.url, 'syn-choice', 1);
     server.setScript([{ role: 'policy', reply: 'Done.' }]);
     server.resetStats();
-    const models = createModelClient({ databaseUrl: db.url, backoff: { baseDelayMs: 10 } });
-    const world = createEpisodeRunner({ databaseUrl: db.url, models });
-    const endpoint = ModelEndpointSchema.parse({ baseUrl: server.url, model: 'policy-c', maxRetries: 1 });
-    const sampling = { temperature: 1, topP: 1, maxTokens: 64 };
-    await runRollout(world, {
+    const { world, input } = rolloutOf('policy-c', taskId!, {
       runId: 'grpo-choice',
-      iteration: 0,
-      taskId: taskId!,
-      sampleIndex: 0,
-      policyVersion: 0,
-      policy: { endpoint, sampling },
-      toolSimulator: { endpoint, sampling },
-      userSimulator: { endpoint, sampling },
-      maxTurns: 4,
       turnToolChoice: ['task_tool'],
-      templates: { version: 'v1', overrides: {} },
     });
+    await runRollout(world, input);
     expect(server.requests[0]!.body.tool_choice).toBe('required');
   });
 });
