@@ -19,7 +19,7 @@
  * Run: `npx tsx bench/learning-mock-world.ts`. Knobs (env): LEARN_HELD_OUT (held-out tasks, 24),
  * LEARN_TRAIN (training tasks, 32), LEARN_BATCH (tasks per iteration, 8), LEARN_GROUP (rollouts per
  * task, 8), LEARN_EPOCHS (1), LEARN_LR (1e-5), LEARN_TEMPERATURE (1.0), LEARN_TRIALS (held-out
- * rollouts per task, 4), LEARN_MAX_TOKENS (24).
+ * rollouts per task, 4), LEARN_MAX_TOKENS (48: the call's opening, written by the server, counts).
  */
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -51,7 +51,7 @@ const SETTINGS = {
   learningRate: knob('LEARN_LR', 1e-5),
   temperature: knob('LEARN_TEMPERATURE', 1.0),
   trials: knob('LEARN_TRIALS', 4),
-  maxTokens: knob('LEARN_MAX_TOKENS', 24),
+  maxTokens: knob('LEARN_MAX_TOKENS', 48),
   splitSeed: 7,
 };
 const TEMPLATES = {
