@@ -68,8 +68,9 @@ interface JudgementRow {
  * rubric's rules decide the items they check from the trajectory (checked-rubric.ts), an LLM judge
  * (role `judge`, structured output) gives one verdict per remaining forbidden behaviour (with an
  * evidence quote), sub-goal and required interaction, and {@link rubricReward} turns them into
- * R(τ). With every item rule-checked no model is called. The judgement is written insert-if-absent, so a retried activity returns the first
- * judgement without calling the judge again.
+ * R(τ). With every item rule-checked no model is called. The judgement is written
+ * insert-if-absent, so a retried activity returns the first judgement without calling the judge
+ * again.
  *
  * A judge that fails — output still invalid after the model layer's one repair
  * (`StructuredOutputRejectedError`), endpoint retries exhausted — throws, and nothing is stored:

@@ -60,7 +60,7 @@ describe('rubric rules', () => {
     expect(checkRule({ kind: 'said', matches: 'where is' }, TRANSCRIPT).holds).toBe(false);
   });
 
-  it('refuses a rule that cannot run, and an imported rubric whose rules outnumber its items', () => {
+  it('refuses a rule that cannot run or hold: a bad pattern, more rules than items, an unknown tool', () => {
     expect(RubricRuleSchema.safeParse({ kind: 'said', matches: '(unclosed' }).error?.issues[0]?.message).toBe(
       'is not a valid regular expression',
     );
@@ -70,7 +70,7 @@ describe('rubric rules', () => {
     const line = {
       task_id: 't1',
       prompt: [{ role: 'user', content: 'Where is my order?' }],
-      tools: [],
+      tools: [{ type: 'function', function: { name: 'get_order', parameters: { type: 'object' } } }],
       hidden_context: 'ORD-7731',
       rubric: {
         forbidden: [],
@@ -87,5 +87,9 @@ describe('rubric rules', () => {
     expect(ExportedTaskSchema.parse(line).rubric.checks).toEqual({
       subGoals: [{ kind: 'called', tool: 'get_order' }],
     });
+    line.rubric.checks.subGoals = [{ kind: 'called', tool: 'get_ordr' }];
+    expect(
+      ExportedTaskSchema.safeParse(line).error?.issues.map((i) => [i.path.join('.'), i.message]),
+    ).toEqual([['rubric.checks.subGoals.0.tool', "calls get_ordr, which is not one of the task's tools"]]);
   });
 });
