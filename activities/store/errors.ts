@@ -15,15 +15,15 @@ export class DatabaseUnreachableError extends Error {
   static readonly type = 'DatabaseUnreachableError';
   static readonly retryable = true;
   override readonly name = DatabaseUnreachableError.type;
-  constructor(
-    readonly url: string,
-    cause: unknown,
-  ) {
+  /** The URL tried, its password replaced by `***`: an error's fields reach logs and crash dumps. */
+  readonly url: string;
+  constructor(url: string, cause: unknown) {
     super(
       `PostgreSQL is not reachable at ${redactUrl(url)} (${(cause as Error)?.message ?? cause}). ` +
         'Start it (on Debian: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start) ' +
         'or point DATABASE_URL at a running server.',
     );
+    this.url = redactUrl(url);
   }
 }
 

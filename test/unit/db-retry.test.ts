@@ -1,6 +1,8 @@
+import { inspect } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConnectionError, retryOnConnectionError } from '../../activities/store/db.js';
+import { DatabaseUnreachableError } from '../../activities/store/errors.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { freePort } from '../../testkit/ports.js';
 
@@ -101,5 +103,17 @@ describe('retryOnConnectionError', () => {
       }, aborted.signal),
     ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     expect(abortedCalls).toBe(1);
+  });
+});
+
+describe('DatabaseUnreachableError', () => {
+  it('keeps no password in its message, its fields or its inspected form', () => {
+    const error = new DatabaseUnreachableError(
+      'postgres://app:s3cr3t@db.internal:5432/mw',
+      new Error('ECONNREFUSED'),
+    );
+    expect(error.url).toBe('postgres://app:***@db.internal:5432/mw');
+    for (const shown of [error.message, JSON.stringify(error), inspect(error), String(error.stack)])
+      expect(shown).not.toContain('s3cr3t');
   });
 });
