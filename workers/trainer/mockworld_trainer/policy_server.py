@@ -4,7 +4,7 @@
 ``python -m mockworld_trainer.policy_server --any-run [--max-loaded-runs 2] [--base tiny|PATH|JSON]``
 
 Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions``, ``GET /health``. The parts are in serving/
-(reload, pool, requests, generation, tool_calls, app, http); this module parses the command line,
+(reload, pool, requests, generation, tool_calls, forced_calls, app, http); this module parses the command line,
 builds the server and runs it. See README.md, "Policy endpoint for CPU and single-machine runs".
 """
 

@@ -274,7 +274,7 @@ def test_a_forced_calls_arguments_are_what_the_policy_wrote(written, arguments):
 
 
 def test_a_call_openings_log_probability_from_the_cached_prompt_equals_a_full_forward_pass(serve, tmp_path):
-    from mockworld_trainer.serving.generation import choose_function, opening_logprobs
+    from mockworld_trainer.serving.forced_calls import choose_function, opening_logprobs
 
     spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
     server = serve("wf-openings", base=spec)

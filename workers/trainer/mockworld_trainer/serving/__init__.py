@@ -11,6 +11,7 @@ instead (README, "Weight reload on serving engines").
     requests    ApiError and the validation of a chat completion body
     generation  sampling one assistant turn from a served policy, seeded
     tool_calls  ``<tool_call>`` blocks of an output -> OpenAI ``tool_calls``
+    forced_calls  turns that must be a tool call (``tool_choice`` required or named): the opening, the name
     app         PolicyServer: what each route answers (models, health, chat completions)
     http        the HTTP transport: routes, bodies, error bodies, version headers
 

@@ -29,12 +29,13 @@ from ..config import ModelSpec
 from ..errors import BadRequestError
 from ..trainer import default_device
 from . import metrics
-from .generation import choose_function, decode, generate, make_generator
+from .forced_calls import as_call, check_forced_call, open_call
+from .generation import decode, generate, make_generator
 from .http import Handler, version_headers
 from .pool import LISTED_IN_ERRORS, ModelKey, PolicyPool, list_runs, model_name, parse_model_name, servable_steps
 from .reload import PolicyHolder, Served
 from .requests import ApiError, ChatRequest, parse_chat_request
-from .tool_calls import TOOL_CLOSE, forced_call, parse_tool_calls, tool_call_entries
+from .tool_calls import TOOL_CLOSE, parse_tool_calls, tool_call_entries
 
 log = logging.getLogger("mockworld.policy_server")
 
@@ -239,7 +240,7 @@ class PolicyServer:
             raise ApiError(400, str(e), param="messages") from e
         except Exception as e:  # the chat template rejected the conversation (jinja errors and the like)
             raise ApiError(400, f"cannot render the conversation: {type(e).__name__}: {e}", param="messages") from e
-        self._check_forced_call(request, served)
+        check_forced_call(request, served)
         room = served.max_model_len - len(prompt)
         if room < 1:
             raise ApiError(
@@ -254,30 +255,21 @@ class PolicyServer:
             for index in range(request.n):
                 seed = None if request.seed is None else request.seed + index
                 generator = make_generator(seed)
-                opening, opened, forced = self._open_call(request, served, prompt, generator)
+                opened = open_call(request, served, prompt, generator, self._tokenize_lock)
                 ids, finish = generate(
                     served,
-                    opened,
-                    max(1, max_new - (len(opened) - len(prompt))),
+                    opened.prompt,
+                    max(1, max_new - (len(opened.prompt) - len(prompt))),
                     request.temperature,
                     request.top_p,
                     generator,
-                    stop_text=TOOL_CLOSE if opening else None,
+                    stop_text=TOOL_CLOSE if opened.opening else None,
                 )
-                completion_tokens += len(opened) - len(prompt) + len(ids)  # the opening is the turn's too
+                completion_tokens += len(opened.prompt) - len(prompt) + len(ids)  # the opening is the turn's
                 with self._tokenize_lock:
-                    text = opening + decode(served, ids)
-                choice = self._choice(index, text, finish, request, opened, ids, seed)
-                if forced is not None and not choice["message"].get("tool_calls"):
-                    # Arguments that did not parse: still the call of the named function the turn made.
-                    call = forced_call(text, opening, forced)
-                    choice["message"] = {
-                        "role": "assistant",
-                        "content": None,
-                        "refusal": None,
-                        "tool_calls": tool_call_entries([call], seed, opened, ids),
-                    }
-                    choice["finish_reason"] = "tool_calls" if finish == "stop" else finish
+                    text = opened.opening + decode(served, ids)
+                choice = self._choice(index, text, finish, request, opened.prompt, ids, seed)
+                choice = as_call(choice, opened, text, ids, seed, finish)
                 choices.append(choice)
         metrics.TOKENS.labels("prompt").inc(len(prompt))
         metrics.TOKENS.labels("completion").inc(completion_tokens)
@@ -301,36 +293,6 @@ class PolicyServer:
                 "total_tokens": len(prompt) + completion_tokens,
             },
         }
-
-    @staticmethod
-    def _check_forced_call(request: ChatRequest, served: Served) -> None:
-        """A 400 when the turn must call a named function and the model's call layout cannot say so."""
-        if request.call_name is not None and served.policy.tokenizer.tool_call_opening(request.call_name) is None:
-            raise ApiError(
-                400,
-                "this model's tool-call layout cannot fix the function name; use tool_choice 'required'",
-                param="tool_choice",
-            )
-
-    def _open_call(
-        self, request: ChatRequest, served: Served, prompt: list[int], generator: torch.Generator
-    ) -> tuple[str, list[int], str | None]:
-        """(the text a turn that must be a tool call starts with, the prompt with it, the function it calls
-        when the opening names it): with ``tool_choice`` required or a named function, the policy server
-        writes the call's opening and the function's name (the named one, or one the policy draws among
-        the request's tools, choose_function), and the policy samples the arguments, as guided decoding
-        does on vLLM. ("", prompt, None) otherwise."""
-        if not request.call_required:
-            return "", prompt, None
-        tok = served.policy.tokenizer
-        name = request.call_name
-        if name is None and tok.tool_call_opening("") is not None:  # the layout writes the name up front
-            with self._tokenize_lock:
-                openings = {n: tok.text_ids(tok.tool_call_opening(n)) for n in request.tool_names}
-            name = choose_function(served, prompt, openings, request.temperature, generator)
-        opening = tok.tool_call_opening(name)
-        with self._tokenize_lock:
-            return opening, prompt + tok.text_ids(opening), name
 
     def _run_entry(self, run_id: str) -> dict[str, Any]:
         """A run on disk as a ``/v1/models`` entry (multi-run mode), without loading it."""

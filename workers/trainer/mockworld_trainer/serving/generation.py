@@ -7,7 +7,6 @@ weights and input give the same output, whatever else the server is doing.
 
 from __future__ import annotations
 
-import copy
 import secrets
 from collections.abc import Sequence
 
@@ -63,46 +62,6 @@ def generate(
         if len(out) >= max_new_tokens:
             return out, "length"
         ids = torch.tensor([[token]], dtype=torch.long, device=device)  # (1, 1)
-
-
-@torch.inference_mode()
-def opening_logprobs(served: Served, prompt_ids: Sequence[int], openings: dict[str, list[int]]) -> dict[str, float]:
-    """By name, the policy's log-probability of writing that call opening (its tokens) after the prompt;
-    the prompt is run once, each opening goes on from a copy of its KV cache."""
-    model, device = served.policy.model, served.policy.device
-    prompt_cache = DynamicCache(config=model.config)
-    with autocast(device):
-        first = model(
-            input_ids=torch.tensor([list(prompt_ids)], dtype=torch.long, device=device),
-            cache=prompt_cache,
-            use_cache=True,
-            logits_to_keep=1,
-        ).logits[0, -1:].float()  # (1, V): the next token's logits
-    scores = {}
-    for name, tail in openings.items():
-        with autocast(device):
-            rest = model(
-                input_ids=torch.tensor([tail], dtype=torch.long, device=device),
-                cache=copy.deepcopy(prompt_cache),
-                use_cache=True,
-            ).logits[0, :-1].float()  # (t-1, V): each later token's logits
-        logprobs = torch.log_softmax(torch.cat([first, rest]), dim=-1)  # (t, V)
-        scores[name] = float(logprobs.gather(1, torch.tensor(tail, device=device)[:, None]).sum())
-    return scores
-
-
-def choose_function(
-    served: Served, prompt_ids: Sequence[int], openings: dict[str, list[int]], temperature: float, generator
-) -> str:
-    """One function name of a required tool call, drawn from the policy's own probabilities of each
-    allowed call opening (``opening_logprobs``) renormalized over them, at the request's temperature:
-    the policy cannot call a function that does not exist, and still chooses which one."""
-    scores = opening_logprobs(served, prompt_ids, openings)
-    names = sorted(scores)
-    score = torch.tensor([scores[n] for n in names])  # (names,)
-    if temperature < GREEDY_BELOW:
-        return names[int(torch.argmax(score))]
-    return names[int(torch.multinomial(torch.softmax(score / temperature, dim=0), 1, generator=generator))]
 
 
 _STOP_WINDOW = 16  # tokens decoded to look for a stop text: more than any closing tag takes
