@@ -13,7 +13,7 @@
  *      (metrics.summarize: bootstrap interval and sign-flip p-value over tasks).
  *
  * The mock world's tool simulator is the embedded model server. Prints the before/after table and
- * the reward curve, writes bench/results/learning-mock-world.json and its reward SVG. Needs the
+ * the reward curve, writes its figures and its reward SVG under bench/results/. Needs the
  * trainer and eval venvs (npm test installs them).
  *
  * Run: `npx tsx bench/learning-mock-world.ts`. Knobs (env): LEARN_HELD_OUT (held-out tasks, 24),
