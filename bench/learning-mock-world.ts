@@ -16,9 +16,9 @@
  * the reward curve, writes its figures and its reward SVG under bench/results/. Needs the
  * trainer and eval venvs (npm test installs them).
  *
- * Run: `npx tsx bench/learning-mock-world.ts`. Knobs (env): LEARN_HELD_OUT (held-out tasks, 24),
- * LEARN_TRAIN (training tasks, 32), LEARN_BATCH (tasks per iteration, 8), LEARN_GROUP (rollouts per
- * task, 8), LEARN_EPOCHS (1), LEARN_LR (1e-5), LEARN_TEMPERATURE (1.0), LEARN_TRIALS (held-out
+ * Run: `npx tsx bench/learning-mock-world.ts`. Knobs (env): LEARN_HELD_OUT (held-out tasks, 16),
+ * LEARN_TRAIN (training tasks, 24), LEARN_BATCH (tasks per iteration, 8), LEARN_GROUP (rollouts per
+ * task, 8), LEARN_EPOCHS (1), LEARN_LR (2e-5), LEARN_TEMPERATURE (1.0), LEARN_TRIALS (held-out
  * rollouts per task, 4), LEARN_MAX_TOKENS (48: the call's opening, written by the server, counts).
  */
 import { execFile } from 'node:child_process';
@@ -43,12 +43,12 @@ import { RESULTS_DIR, writeResults } from './measure/results.js';
 
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const SETTINGS = {
-  heldOut: knob('LEARN_HELD_OUT', 24),
-  trainTasks: knob('LEARN_TRAIN', 32),
+  heldOut: knob('LEARN_HELD_OUT', 16),
+  trainTasks: knob('LEARN_TRAIN', 24),
   batch: knob('LEARN_BATCH', 8),
   group: knob('LEARN_GROUP', 8),
   epochs: knob('LEARN_EPOCHS', 1),
-  learningRate: knob('LEARN_LR', 1e-5),
+  learningRate: knob('LEARN_LR', 2e-5),
   temperature: knob('LEARN_TEMPERATURE', 1.0),
   trials: knob('LEARN_TRIALS', 4),
   maxTokens: knob('LEARN_MAX_TOKENS', 48),
@@ -58,6 +58,12 @@ const TEMPLATES = {
   version: 'v1',
   overrides: { agent: path.resolve('bench/learning/agent-tools.md') },
 } as const;
+/**
+ * A server that answers one request at a time on a CPU core: two requests in flight and a long
+ * timeout. With the default 32 in flight and 120 s, requests waited past their timeout in the
+ * server's queue, were sent again, and the server kept generating answers nobody waited for.
+ */
+const ONE_CPU_SERVER = { maxConcurrency: 2, timeoutMs: 600_000 };
 /** The first (and only) turn must be a call of one of the task's tools. */
 const TOOL_CHOICE = ['task_tool'] as const;
 
@@ -86,7 +92,7 @@ async function main(): Promise<void> {
       const server = await startEmbeddedModelServer({ port: 0 });
       run.onCleanup('embedded model server', () => server.close());
       return {
-        endpoint: { baseUrl: server.url, model: EMBEDDED_MODEL.name },
+        endpoint: { baseUrl: server.url, model: EMBEDDED_MODEL.name, ...ONE_CPU_SERVER },
         sampling: { temperature: 0, topP: 1, maxTokens: 128 },
       };
     });
@@ -94,7 +100,7 @@ async function main(): Promise<void> {
     const sampling = { temperature: SETTINGS.temperature, topP: 1, maxTokens: SETTINGS.maxTokens };
     const spec = {
       dataset: { synthesisRunId: trainRun, heldOutTasks: 0 },
-      policy: { base, endpoint: { baseUrl, model: grpoRunId }, sampling },
+      policy: { base, endpoint: { baseUrl, model: grpoRunId, ...ONE_CPU_SERVER }, sampling },
       judge: simulator, // never called: every rubric item is rule-checked
       toolSimulator: simulator,
       userSimulator: simulator,
