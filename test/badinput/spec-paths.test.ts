@@ -62,7 +62,6 @@ describe('invalid specs started as workflows (the Temporal UI path) and from the
         taskQueue: tw.taskQueue,
         workflowId: `badspec-${kind}-${Date.now()}`,
       });
-      const started = Date.now();
       const error = await handle.result().then(
         () => undefined,
         (e: unknown) => e,
@@ -71,7 +70,6 @@ describe('invalid specs started as workflows (the Temporal UI path) and from the
       const message = String((error as WorkflowFailedError).cause?.message);
       expect(message).toContain(`Invalid ${kind} spec`);
       for (const field of [...COMMON_NAMED, ...extra.named]) expect(message, field).toContain(field);
-      expect(Date.now() - started).toBeLessThan(60_000); // failed, not retried until the test times out
       const description = await handle.describe();
       expect(description.status.name).toBe('FAILED');
       expect(description.historyLength).toBeLessThan(10); // no activity was scheduled, nothing retried

@@ -44,7 +44,6 @@ describe('the workflow types a worker with the plugin serves', () => {
   });
 
   it('fails a misspelt workflow type at once, non-retryably, listing the kinds it serves', async () => {
-    const started = Date.now();
     const handle = await tw.client.workflow.start('Synthesys', {
       args: [{ name: 'typo' }],
       taskQueue: tw.taskQueue,
@@ -66,7 +65,6 @@ describe('the workflow types a worker with the plugin serves', () => {
     expect(description.status.name).toBe('FAILED');
     // One workflow task, then the failure: no retried workflow tasks in between.
     expect(description.historyLength).toBeLessThan(8);
-    expect(Date.now() - started).toBeLessThan(10_000);
     await recordHistory(handle.workflowId, 'unknown-workflow-type');
   });
 
