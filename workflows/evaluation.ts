@@ -290,28 +290,13 @@ interface EvaluationRunState {
 
 /** Registers the run's pause and resume (replacing RunControl's): each also reaches the running group child. */
 function handlePauseResume(control: RunControl, run: EvaluationRunState): void {
-  const forward = async () => {
-    if (run.activeChild)
-      await getExternalWorkflowHandle(run.activeChild).signal(groupPauseSignal, run.paused);
+  const setPaused = (paused: boolean) => async () => {
+    run.paused = paused;
+    control.setState(paused ? 'paused' : 'running');
+    if (run.activeChild) await getExternalWorkflowHandle(run.activeChild).signal(groupPauseSignal, paused);
   };
-  setHandler(
-    pauseSignal,
-    async () => {
-      run.paused = true;
-      control.setState('paused');
-      await forward();
-    },
-    { description: pauseSignal.description },
-  );
-  setHandler(
-    resumeSignal,
-    async () => {
-      run.paused = false;
-      control.setState('running');
-      await forward();
-    },
-    { description: resumeSignal.description },
-  );
+  setHandler(pauseSignal, setPaused(true), { description: pauseSignal.description });
+  setHandler(resumeSignal, setPaused(false), { description: resumeSignal.description });
 }
 
 /** Every group's status before it runs, keyed `benchmark/group`. */

@@ -248,32 +248,25 @@ function startReasoningProblem(
   );
 }
 
-/** The part of the spec a SynthesisTask child gets. */
-function taskSpecOf(spec: SynthesisSpec) {
-  const {
-    models,
-    refine,
-    demonstrationsPerTask,
-    maxTurns,
-    demonstrationToolChoice,
-    coverageThreshold,
-    seed,
-    templates,
-    world,
-    taskSize,
-  } = spec;
-  return {
-    models,
-    refine,
-    demonstrationsPerTask,
-    maxTurns,
-    demonstrationToolChoice,
-    coverageThreshold,
-    seed,
-    templates,
-    world,
-    taskSize,
-  };
+/** The part of the spec a SynthesisTask child gets, in this order. */
+const TASK_SPEC_KEYS = [
+  'models',
+  'refine',
+  'demonstrationsPerTask',
+  'maxTurns',
+  'demonstrationToolChoice',
+  'coverageThreshold',
+  'seed',
+  'templates',
+  'world',
+  'taskSize',
+] as const satisfies readonly (keyof SynthesisSpec)[];
+
+function taskSpecOf(spec: SynthesisSpec): Pick<SynthesisSpec, (typeof TASK_SPEC_KEYS)[number]> {
+  return Object.fromEntries(TASK_SPEC_KEYS.map((key) => [key, spec[key]])) as Pick<
+    SynthesisSpec,
+    (typeof TASK_SPEC_KEYS)[number]
+  >;
 }
 
 /** Continues as new while tasks remain; otherwise writes the report and the dataset and completes. */

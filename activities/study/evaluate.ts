@@ -1,9 +1,8 @@
 import type pg from 'pg';
-import { BOUNDS } from '../../schemas/bounds.js';
 import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-endpoint.js';
-import { cutWithMarker, isOversized } from '../llm/answer-bounds.js';
+import { isOversized } from '../llm/answer-bounds.js';
 import type { ModelClient } from '../llm/index.js';
-import { judgeResponse } from './judge.js';
+import { gradeAnswer } from './judge.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
 import { questionsOf } from './questions.js';
 import { storableText } from '../store/storable.js';
@@ -96,15 +95,11 @@ async function evaluateSample(
     runId: input.studyId,
     role: STUDENT_ROLE,
   });
-  // Cut before grading and storing: a longer answer is graded on what fits (the cut is marked).
-  const response = cutWithMarker(answer.message.content ?? '', BOUNDS.studyResponseBytes);
-  const verdict = await judgeResponse(models, {
-    studyId: input.studyId,
-    judge: input.judge,
-    question,
-    response,
-    exactMatch: input.exactMatch,
-  });
+  const { response, verdict } = await gradeAnswer(
+    models,
+    { studyId: input.studyId, judge: input.judge, question, exactMatch: input.exactMatch },
+    answer.message.content,
+  );
   const truncated = answer.finishReason === 'length' || isOversized(answer.finishReason);
   await pool.query(
     `INSERT INTO study_evaluations (study_id, cell_id, question_id, sample, response, correct, judged_by,

@@ -23,6 +23,22 @@ export interface Verdict {
   readonly judgeKey: string | null;
 }
 
+/** What {@link judgeResponse} needs besides the response. */
+type GradeInput = Omit<Parameters<typeof judgeResponse>[1], 'response'>;
+
+/**
+ * A model's answer cut to the stored bound (a longer one is graded on what fits, the cut marked),
+ * and its verdict: what sampling and evaluation store.
+ */
+export async function gradeAnswer(
+  models: ModelClient,
+  input: GradeInput,
+  content: string | null | undefined,
+): Promise<{ response: string; verdict: Verdict }> {
+  const response = cutWithMarker(content ?? '', BOUNDS.studyResponseBytes);
+  return { response, verdict: await judgeResponse(models, { ...input, response }) };
+}
+
 /**
  * Judges one response against the gold answer (seed App. 11.3): with `exactMatch` (the default),
  * a deterministic exact match for numeric and multiple-choice answers first; otherwise — and for

@@ -1,12 +1,10 @@
 import type pg from 'pg';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
-import { BOUNDS } from '../../schemas/bounds.js';
-import { cutWithMarker } from '../llm/answer-bounds.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ChatCompletionMessageParam, ModelClient } from '../llm/index.js';
 import type { Stream } from './grid.js';
 import { StudyInputError } from './errors.js';
-import { judgeResponse } from './judge.js';
+import { gradeAnswer } from './judge.js';
 import { choosePersona, personaSystemMessage } from './protocols/persona.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
 import { questionById } from './questions.js';
@@ -80,15 +78,11 @@ export async function sampleQuestion(
       runId: input.studyId,
       role: TEACHER_ROLE,
     });
-    // Cut before grading and storing: a longer answer is graded on what fits (the cut is marked).
-    const response = cutWithMarker(answer.message.content ?? '', BOUNDS.studyResponseBytes);
-    const verdict = await judgeResponse(models, {
-      studyId: input.studyId,
-      judge: input.judge,
-      question,
-      response,
-      exactMatch: input.exactMatch,
-    });
+    const { response, verdict } = await gradeAnswer(
+      models,
+      { studyId: input.studyId, judge: input.judge, question, exactMatch: input.exactMatch },
+      answer.message.content,
+    );
     await pool.query(
       `INSERT INTO study_attempts (study_id, stream, question_id, attempt, response, final_answer, correct,
                                    judged_by, persona_id, teacher_key, judge_key)
