@@ -12,7 +12,7 @@
  * Run: `npx tsx bench/chaos.ts` (about 20–30 min at the defaults on 2 cores). Prints Markdown
  * tables and writes bench/results/chaos.json. A run of some kinds only (CHAOS_KINDS) writes
  * bench/results/chaos-partial.json instead and prints, after its own tables, those of the last
- * run of every kind (bench/results/chaos.json, with its date and kinds): the README keeps the
+ * run of every kind (bench/results/chaos.json, with its date and kinds): docs/benchmarks.md keeps the
  * figures of the kinds it did not run, labelled as an earlier run's. Knobs (environment):
  *   CHAOS_FAULTS_PER_KIND (10)      faults of each kind (a)–(d), (f)–(j)
  *   CHAOS_SEED (1)                  seeds the fault schedule, the victims and the model faults
@@ -145,7 +145,7 @@ try {
   if (everyKind) console.log(markdown(result));
   else {
     // Some kinds only: this run's tables, then the last run of every kind's, labelled as such, so
-    // that the README (bench/run-all.ts copies these tables) keeps the figures of the other kinds.
+    // that docs/benchmarks.md (bench/run-all.ts copies these tables) keeps the figures of the other kinds.
     const earlier = (await readFile(full, 'utf8').then(JSON.parse, () => undefined)) as
       (ChaosResult & { command?: string }) | undefined;
     console.log(

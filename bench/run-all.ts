@@ -1,6 +1,6 @@
 /**
  * Runs every benchmark of the project, one after the other (they share 2 cores; running them
- * together would measure each other), and writes their Markdown tables into README.md between
+ * together would measure each other), and writes their Markdown tables into docs/benchmarks.md between
  * the `bench:start` / `bench:end` markers and into bench/results/summary.md.
  *
  * Run: `npm run bench` (or `npx tsx bench/run-all.ts [name ...]` for some of them).
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../deploy/paths.js';
 
-/** The benchmarks, in README order, with what each measures. */
+/** The benchmarks, in docs/benchmarks.md order, with what each measures. */
 const BENCHMARKS = [
   { name: 'model-layer', title: 'Model layer against the test model server (calls/s, added latency)' },
   { name: 'synthesis', title: 'Synthesis through Temporal against a plain in-process loop' },
@@ -60,7 +60,7 @@ function run(script: string): Promise<string> {
 }
 
 /**
- * The Markdown a benchmark printed for the README: its tables (consecutive lines starting with
+ * The Markdown a benchmark printed for docs/benchmarks.md: its tables (consecutive lines starting with
  * `|`) and its notes (consecutive lines starting with `> `), in order.
  */
 function tables(output: string): string[] {
@@ -81,7 +81,7 @@ function tables(output: string): string[] {
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
-  const readmePath = path.join(REPO_ROOT, 'README.md');
+  const readmePath = path.join(REPO_ROOT, 'docs', 'benchmarks.md');
   const readme = await readFile(readmePath, 'utf8');
   const sections: string[] = [];
   for (const bench of BENCHMARKS) {
@@ -113,9 +113,9 @@ async function main(): Promise<void> {
   const start = readme.indexOf('<!-- bench:start -->');
   const end = readme.indexOf('<!-- bench:end -->');
   if (start < 0 || end < 0)
-    throw new Error('README.md lacks the <!-- bench:start --> / <!-- bench:end --> markers');
+    throw new Error('docs/benchmarks.md lacks the <!-- bench:start --> / <!-- bench:end --> markers');
   await writeFile(readmePath, `${readme.slice(0, start)}<!-- bench:start -->\n${body}\n${readme.slice(end)}`);
-  console.error('\nREADME.md and bench/results/summary.md updated');
+  console.error('\ndocs/benchmarks.md and bench/results/summary.md updated');
 }
 
 main().catch((error) => {
