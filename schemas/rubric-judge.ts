@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ModelEndpointSchema, SamplingSchema, type Sampling } from './model-endpoint.js';
+import { RUBRIC_LISTS } from './rubric-rules.js';
 import type { Rubric } from './synthesis-records.js';
 import { TemplatesSchema } from './templates.js';
 
@@ -134,7 +135,7 @@ export function judgementSchema(rubric: Rubric) {
         .meta(positional(rubric.requiredInteractions.length, interactionAt)),
     })
     .superRefine((value, ctx) => {
-      for (const key of ['forbidden', 'subGoals', 'requiredInteractions'] as const) {
+      for (const key of RUBRIC_LISTS) {
         const expected = rubric[key].length;
         const seen = new Set<number>();
         value[key].forEach((verdict, i) => {
