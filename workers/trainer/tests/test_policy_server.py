@@ -16,7 +16,7 @@ import torch
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 
 from mockworld_trainer import policy_server
-from mockworld_trainer.serving import app, pool
+from mockworld_trainer.serving import forced_calls, pool
 from mockworld_trainer.config import parse_model_spec
 from mockworld_trainer.model import ByteTokenizer, ChatTemplateTokenizer, load_tokenizer
 from mockworld_trainer.serving.app import PolicyServer
@@ -64,7 +64,7 @@ def serve(store):
 def scripted(monkeypatch, text: str) -> list[int]:
     """Makes generation return ``text`` in the byte layout followed by the end-of-turn token."""
     ids = [*text.encode(), END]
-    monkeypatch.setattr(app, "generate", lambda *a, **k: (list(ids), "stop"))
+    monkeypatch.setattr(forced_calls, "generate", lambda *a, **k: (list(ids), "stop"))
     return ids
 
 
@@ -195,7 +195,7 @@ def test_a_required_tool_call_is_opened_for_the_policy_which_samples_the_rest(se
         assert stop_text == "</tool_call>"  # the forced call ends at its closing tag
         return [*'{}, "name": "get_logs"}</tool_call>'.encode(), END], "stop"
 
-    monkeypatch.setattr(app, "generate", generate)
+    monkeypatch.setattr(forced_calls, "generate", generate)
     status, _, out = chat(server, tools=TOOLS, tool_choice="required")
     opening = '\n<tool_call>{"arguments": '
     assert status == 200 and bytes(prompts[0][-len(opening) :]) == opening.encode()
@@ -256,6 +256,70 @@ def test_a_required_call_on_a_chat_template_model_names_one_of_the_tools_and_end
     assert named[2]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "rollback"
 
 
+CITY_TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "description": "e.g. Paris"}}, "required": ["city"],
+    }}}
+    for n in ("get_weather", "find_hotels")
+]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "keys"),
+    [
+        (CITY_TOOLS[0]["function"]["parameters"], ("city",)),
+        ({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string"}, "n": {"type": "integer"}},
+          "required": ["a", "b"]}, ("b", "a")),  # declared order; optional ones left out
+        ({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, None),
+        ({"type": "object", "properties": {"c": {"type": "string", "enum": ["x"]}}, "required": ["c"]}, None),
+        ({"type": "object", "properties": {"c": {"type": "string"}}}, None),  # nothing required
+        ({"type": "object"}, None),
+    ],
+)
+def test_only_required_plain_string_arguments_are_guided(parameters, keys):
+    tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
+    assert forced_calls.guided_keys(tools, "f") == keys
+
+
+def test_a_guided_call_writes_the_keys_and_the_policy_only_the_values(serve, tmp_path, monkeypatch):
+    from mockworld_trainer.model import with_tools_as_text
+
+    spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
+    server = serve("wf-guided", base=spec)
+    tok = load_tokenizer(spec)
+    asked = []
+
+    def generate(served, prompt, max_new, *rest, stop_text=None):
+        asked.append((tok.hf.decode(prompt[-3:]), stop_text))
+        return tok.text_ids('Lisbon", "country'), "stop"  # the closing quote's token carries more text
+
+    monkeypatch.setattr(forced_calls, "generate", generate)
+    named = {"type": "function", "function": {"name": "find_hotels"}}
+    status, _, out = chat(server, tools=CITY_TOOLS, tool_choice=named, max_tokens=128)
+    assert status == 200 and [stop for _, stop in asked] == ['"']  # one value sampled, up to its quote
+    choice = out["choices"][0]
+    call = choice["message"]["tool_calls"][0]["function"]
+    assert choice["finish_reason"] == "tool_calls" and call == {"name": "find_hotels", "arguments": '{"city": "Lisbon"}'}
+    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": call}]}
+    trained = with_tools_as_text([message], CITY_TOOLS)[1]["content"]  # how the trainer writes the turn
+    pieces = [tok.tool_call_opening("find_hotels"), '"city": "', "Lisbon", '"}}\n</tool_call>']
+    assert "".join(pieces) == trained
+    assert out["usage"]["completion_tokens"] == sum(len(tok.text_ids(p)) for p in pieces)
+
+
+def test_guided_calls_of_a_random_model_always_parse_and_name_the_required_argument(serve, tmp_path):
+    spec = parse_model_spec({"kind": "pretrained", "path": str(make_pretrained_dir(tmp_path / "base"))})
+    server = serve("wf-guided-random", base=spec)
+    status, _, out = chat(server, tools=CITY_TOOLS, tool_choice="required", max_tokens=90, seed=5, n=6)
+    assert status == 200
+    for choice in out["choices"]:
+        (call,) = choice["message"]["tool_calls"]
+        if choice["finish_reason"] == "tool_calls":
+            assert list(json.loads(call["function"]["arguments"])) == ["city"]
+        else:  # a value that ran past the budget: cut there, and the call is made all the same
+            assert choice["finish_reason"] == "length" and call["function"]["arguments"].startswith('{"city": "')
+
+
 @pytest.mark.parametrize(
     ("written", "arguments"),
     [
@@ -297,7 +361,7 @@ def test_a_call_openings_log_probability_from_the_cached_prompt_equals_a_full_fo
 
 def test_invalid_utf8_from_a_random_model_is_still_a_json_response(serve, monkeypatch):
     server = serve()
-    monkeypatch.setattr(app, "generate", lambda *a, **k: ([0xFF, 0xC3, 0x00, 0x80, 259], "stop"))
+    monkeypatch.setattr(forced_calls, "generate", lambda *a, **k: ([0xFF, 0xC3, 0x00, 0x80, 259], "stop"))
     status, _, out = chat(server, tools=TOOLS)
     assert status == 200 and out["choices"][0]["message"]["content"] == "\ufffd\ufffd\x00\ufffd"
 
@@ -329,7 +393,7 @@ def test_after_a_trainer_step_the_server_serves_the_new_weights_and_in_flight_re
     old = server.holder.served
     before = [chat(server, seed=s, max_tokens=32)[2]["choices"] for s in range(4)]
 
-    real_generate = app.generate
+    real_generate = forced_calls.generate
     entered, release = threading.Event(), threading.Event()
 
     def generate(served, *args, **kwargs):
@@ -338,7 +402,7 @@ def test_after_a_trainer_step_the_server_serves_the_new_weights_and_in_flight_re
             release.wait(10)
         return real_generate(served, *args, **kwargs)
 
-    monkeypatch.setattr(app, "generate", generate)
+    monkeypatch.setattr(forced_calls, "generate", generate)
     in_flight: dict = {}
     t = threading.Thread(target=lambda: in_flight.update(out=chat(server, seed=0, max_tokens=32)))
     t.start()
@@ -570,7 +634,7 @@ def test_at_most_max_loaded_runs_are_loaded_least_recently_used_first_out(serve_
     assert r2() is None  # an unloaded policy is freed, not kept alive somewhere
 
     # A policy that is generating is never unloaded: with both slots busy, a third run waits for one.
-    real_generate = app.generate
+    real_generate = forced_calls.generate
     gates = {"r1": threading.Event(), "r3": threading.Event()}
     inside = {"r1": threading.Event(), "r3": threading.Event()}
     runs = {id(h.served): k for k, h in loaded(server).items()}
@@ -582,7 +646,7 @@ def test_at_most_max_loaded_runs_are_loaded_least_recently_used_first_out(serve_
             gates[run].wait(10)
         return real_generate(served, *args, **kwargs)
 
-    monkeypatch.setattr(app, "generate", generate)
+    monkeypatch.setattr(forced_calls, "generate", generate)
     results: dict = {}
     threads = [threading.Thread(target=lambda n=n: results.update({n: ask(server, n)})) for n in ("r1", "r3")]
     for t in threads:

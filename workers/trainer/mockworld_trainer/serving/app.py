@@ -29,13 +29,13 @@ from ..config import ModelSpec
 from ..errors import BadRequestError
 from ..trainer import default_device
 from . import metrics
-from .forced_calls import as_call, check_forced_call, open_call
-from .generation import decode, generate, make_generator
+from .forced_calls import as_call, check_forced_call, open_call, sample_turn
+from .generation import make_generator
 from .http import Handler, version_headers
 from .pool import LISTED_IN_ERRORS, ModelKey, PolicyPool, list_runs, model_name, parse_model_name, servable_steps
 from .reload import PolicyHolder, Served
 from .requests import ApiError, ChatRequest, parse_chat_request
-from .tool_calls import TOOL_CLOSE, parse_tool_calls, tool_call_entries
+from .tool_calls import parse_tool_calls, tool_call_entries
 
 log = logging.getLogger("mockworld.policy_server")
 
@@ -256,18 +256,9 @@ class PolicyServer:
                 seed = None if request.seed is None else request.seed + index
                 generator = make_generator(seed)
                 opened = open_call(request, served, prompt, generator, self._tokenize_lock)
-                ids, finish = generate(
-                    served,
-                    opened.prompt,
-                    max(1, max_new - (len(opened.prompt) - len(prompt))),
-                    request.temperature,
-                    request.top_p,
-                    generator,
-                    stop_text=TOOL_CLOSE if opened.opening else None,
-                )
+                budget = max(1, max_new - (len(opened.prompt) - len(prompt)))
+                ids, finish, text = sample_turn(request, served, opened, budget, generator, self._tokenize_lock)
                 completion_tokens += len(opened.prompt) - len(prompt) + len(ids)  # the opening is the turn's
-                with self._tokenize_lock:
-                    text = opened.opening + decode(served, ids)
                 choice = self._choice(index, text, finish, request, opened.prompt, ids, seed)
                 choice = as_call(choice, opened, text, ids, seed, finish)
                 choices.append(choice)
