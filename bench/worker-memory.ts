@@ -555,7 +555,7 @@ function print(
       `The trainer step is bench/grpo.ts's **stand-in** (no gradient).`,
     `> - Worker: \`runCpuWorker({ maxConcurrentActivities: ${MAX_ACTIVITIES} })\` of workers/cpu-worker.ts in its own Node process (the default is ${CPU_WORKER_TUNING.maxConcurrentActivityTaskExecutions} slots; ` +
       `a GRPO group takes one, its n rollouts running in its activity); idle RSS after start ${f0(idle.rssMiB)} MiB ` +
-      `(VmHWM before the first run, start-up and the workflow bundle build included: ${f0(idle.startupPeakMiB)} MiB). Peak = VmHWM, reset before each run through /proc/<pid>/clear_refs` +
+      `(VmHWM before the first run, start-up and the workflow bundle build included: ${f0(idle.startupPeakMiB)} MiB). Peak = VmHWM, reset before each run through \`/proc/<pid>/clear_refs\`` +
       `${runs.every((r) => r.peakResetOk) ? '' : ' (refused by the kernel here: the peak includes start-up)'}; the highest 250 ms VmRSS sample of the first run was ${f0(first.peakSampledMiB)} MiB. ` +
       `The worker keeps most of it after the run (V8 does not hand its heap back at once): ${f0(runs[1]?.rssBeforeMiB ?? NaN)} MiB before the 2nd run.`,
     `> - Rollouts in flight: episodes of the run opened and not yet ended, sampled every ${SAMPLE_MS} ms; the first run held ≥ ${TARGET_IN_FLIGHT} for ${f1(first.secondsAtTarget)} s. ` +

@@ -88,7 +88,7 @@ export async function writeRewardPlot(
 
 /**
  * Writes a synthesis run's kept tasks in `formats` to `directory` (default: the run's own export
- * folder; README "Export formats").
+ * folder; docs/synthesis.md "Export formats").
  */
 export async function exportRun(
   runId: string,

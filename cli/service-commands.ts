@@ -9,7 +9,7 @@ import { isLoopback } from '../services/viewer/access.js';
 import { startViewer } from '../services/viewer/server.js';
 import { UsageError } from './usage.js';
 
-/** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (README "Payload encryption"). */
+/** Serves Temporal's remote codec protocol with the payload key, until Ctrl-C (docs/encryption.md). */
 export async function codecServer(values: {
   port?: string;
   host?: string;
@@ -56,7 +56,7 @@ function untilInterrupted(): Promise<void> {
 /** Longest wait, at shutdown, for the gateway's calls in flight (model calls retry for minutes). */
 const GATEWAY_DRAIN_MS = 10 * 60_000;
 
-/** Serves the model gateway (README "On a cluster") until Ctrl-C. */
+/** Serves the model gateway (docs/cluster.md) until Ctrl-C. */
 export async function modelGateway(values: { port?: string; host?: string }): Promise<number> {
   const env = loadEnvironment();
   const port = parsePort(values.port, 11437);
@@ -97,7 +97,7 @@ export async function modelGateway(values: { port?: string; host?: string }): Pr
 }
 
 /**
- * Serves the results viewer (README "Viewer") until Ctrl-C: read-only pages over the runs'
+ * Serves the results viewer (docs/viewer.md) until Ctrl-C: read-only pages over the runs'
  * PostgreSQL data, on 127.0.0.1 unless --host names another address and MOCKWORLD_VIEWER_TOKEN is set.
  */
 export async function viewer(values: { port?: string; host?: string }): Promise<number> {

@@ -14,7 +14,7 @@ if ! "$bwrap" --unshare-pid --unshare-net --unshare-ipc --die-with-parent --ro-b
   echo "[sandbox] bubblewrap cannot create its namespaces on this machine:" >&2
   cat /tmp/.sandbox-probe.$$ >&2
   rm -f /tmp/.sandbox-probe.$$
-  echo "[sandbox] as root it needs CAP_SYS_ADMIN; as another user, unprivileged user namespaces (README: The python tool's sandbox)" >&2
+  echo "[sandbox] as root it needs CAP_SYS_ADMIN; as another user, unprivileged user namespaces (docs/reasoning.md: The python tool's sandbox)" >&2
   exit 1
 fi
 rm -f /tmp/.sandbox-probe.$$

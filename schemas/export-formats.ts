@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The layouts `mockworld export --format` writes (README "Export formats"):
+ * The layouts `mockworld export --format` writes (docs/synthesis.md "Export formats"):
  * `jsonl` tasks.jsonl + verl.jsonl; `verl-parquet` verl.parquet in verl's RL layout;
  * `hf` a Hugging Face datasets folder (Parquet shards + dataset card); `sft` sft.jsonl, the kept
  * demonstrations as chats with tool calls.

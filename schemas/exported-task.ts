@@ -1,5 +1,5 @@
 /**
- * One line of an exported `tasks.jsonl` as `mockworld import` reads it (README "Dataset format"):
+ * One line of an exported `tasks.jsonl` as `mockworld import` reads it (docs/synthesis.md "Dataset format"):
  * the fields GRPO training needs, with the bounds synthesis holds its own tasks to
  * (FuzzyTaskSchema, RubricDraftSchema). The tools are checked as function specs by the importer,
  * which names each bad tool by its place in the line.

@@ -15,7 +15,7 @@ export const PresetSchema = z
   .enum(['paper'])
   .optional()
   .describe(
-    'Start from the seed paper\'s values (README "The paper preset"); fields set here override it. ' +
+    "Start from the seed paper's values (docs/paper-preset.md); fields set here override it. " +
       'Resolved by parseSpec (mockworld start, the workflows).',
   );
 export type Preset = z.infer<typeof PresetSchema>;

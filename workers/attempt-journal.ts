@@ -8,7 +8,7 @@ import { getPool } from '../activities/store/db.js';
  * in seconds instead of a heartbeat timeout.
  *
  * Temporal learns that a worker died only when the activities it was running miss their
- * heartbeat timeout (20 s for rollouts and synthesis stages, README "Retries"); until then nothing
+ * heartbeat timeout (20 s for rollouts and synthesis stages, docs/bounds-and-retries.md "Retries"); until then nothing
  * retries them. But a supervisor (systemd, Kubernetes, the chaos harness) restarts a killed
  * process within seconds, on the same host. So each process holds a *worker slot* (host, namespace,
  * task queue, and a number: several workers may share a host and a queue) for its lifetime, as a

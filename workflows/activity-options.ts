@@ -5,7 +5,7 @@ import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors.js';
 import { EVAL_ERROR_TYPES, TRAINER_ERROR_TYPES } from '../schemas/worker-error-types.js';
 
 /**
- * Timeouts and retry policies of every activity (README "Retries"): the one module that says how
+ * Timeouts and retry policies of every activity (docs/bounds-and-retries.md "Retries"): the one module that says how
  * often anything is retried. Every policy is bounded: an
  * error that no one classified (a bug, a library's RangeError) is retried a fixed number of times,
  * then fails its workflow with the error's type and message, which the run records. The

@@ -54,7 +54,7 @@ async function* take<T>(source: AsyncIterator<T>, n: number): AsyncGenerator<T> 
 }
 
 /**
- * Writes a synthesis run's kept tasks to `directory` in each of `formats` (README "Export
+ * Writes a synthesis run's kept tasks to `directory` in each of `formats` (docs/synthesis.md "Export
  * formats"). Each format reads the tasks once, in batches, so memory stays flat.
  */
 export async function exportRunFormats(
@@ -73,7 +73,7 @@ export async function exportRunFormats(
     if (format === 'jsonl') {
       const written = await exportDataset(pool, runId, directory, context.agentSystemPrompt);
       Object.assign(files, { 'tasks.jsonl': written.tasksFile, 'verl.jsonl': written.verlFile });
-      // A run with a reasoning section: its kept problems too (README "Reasoning problems").
+      // A run with a reasoning section: its kept problems too (docs/reasoning.md "Reasoning problems").
       if (run.spec.reasoning)
         files['reasoning.jsonl'] = (await exportReasoningProblems(pool, runId, directory)).file;
       rows = written.rows;

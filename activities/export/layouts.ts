@@ -2,7 +2,7 @@ import { ASK_USER_TOOL } from '../world/index.js';
 import type { KeptTask } from './kept-tasks.js';
 
 /**
- * One kept task in each export layout (README "Export formats"). Pure: the JSONL and Parquet
+ * One kept task in each export layout (docs/synthesis.md "Export formats"). Pure: the JSONL and Parquet
  * writers and the tests all build rows here, so the layouts cannot drift apart.
  */
 

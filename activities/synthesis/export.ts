@@ -31,7 +31,7 @@ export function datasetDirectoryName(runId: string): string {
 }
 
 /**
- * Writes the kept tasks of a run in two layouts (see README "Dataset format"):
+ * Writes the kept tasks of a run in two layouts (see docs/synthesis.md "Dataset format"):
  * `tasks.jsonl` (prompt messages as the mock world shows them to the agent, tools, hidden context, rubric, kept demonstrations, provenance)
  * and `verl.jsonl` (verl's RL dataset layout: prompt, reward_model, extra_info with the rubric and
  * per-tool kwargs); the rows are built in activities/export/layouts.ts, as the other formats'.

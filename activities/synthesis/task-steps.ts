@@ -23,7 +23,7 @@ export type TaskStepOutcome =
 
 /**
  * The activities of workflows/synthesis-task.ts that run several stages each (each stage is a
- * function of stages.ts): fewer activities per task, fewer history events (README "Synthesis
+ * function of stages.ts): fewer activities per task, fewer history events (docs/benchmarks.md "Synthesis
  * through Temporal against a plain in-process loop").
  */
 export function createTaskStepActivities(stages: StageActivities) {

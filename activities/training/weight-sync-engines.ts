@@ -12,7 +12,7 @@
  * |                   | /collective_rpc reload_weights {weights_path}, /wake_up?tags=kv_cache |                       |
  *
  * vLLM exposes no weight version, so a full vLLM sync always reloads and can only check that the
- * reload answered and the engine woke up (README: prefer lora with vLLM, or SGLang for full).
+ * reload answered and the engine woke up (docs/grpo.md: prefer lora with vLLM, or SGLang for full).
  */
 import type { SyncPolicyInput } from '../../schemas/policy-serving.js';
 import { adapterName, weightVersion } from '../../schemas/policy-serving.js';

@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # mockworld's verl image: verl 0.9.1 with mockworld's verl adapter (integrations/verl), where verl's
-# GRPO trainer runs on a mockworld world (README "Train with verl on a mockworld world"). The
+# GRPO trainer runs on a mockworld world (docs/verl.md). The
 # rollouts reach the world service at MOCKWORLD_WORLD_URL (with MOCKWORLD_WORLD_AUTH beyond
 # localhost), set when the container starts, never baked in. verl's pins are those of
 # deploy/verl-requirements.txt; torch from PyPI at that pin is the CUDA build on Linux. The rollout

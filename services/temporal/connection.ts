@@ -92,4 +92,4 @@ function describeSecurity(tls: ConnectionOptions['tls'], apiKey: string | undefi
 export const CONNECT_HINT =
   'Run `mockworld stack up` for the local stack, or point TEMPORAL_ADDRESS (or a profile of ' +
   'TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE) at your cluster, with TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_PATH/' +
-  'TEMPORAL_TLS_CLIENT_KEY_PATH where it needs them (README "Run on Temporal Cloud").';
+  'TEMPORAL_TLS_CLIENT_KEY_PATH where it needs them (docs/cluster.md "Run on Temporal Cloud").';

@@ -25,7 +25,7 @@ import {
 } from './world.js';
 
 /**
- * The world service over HTTP (README "Train with verl on a mockworld world"): JSON in, JSON out.
+ * The world service over HTTP (docs/verl.md): JSON in, JSON out.
  *
  *   POST /v1/sessions                        {request_id, task_id}       → {session_id, prompt, tools}
  *   POST /v1/sessions/{id}/tools/{name}      {request_id, arguments}     → {content[, problem]}

@@ -79,7 +79,7 @@ const SHOWN: Record<
     }, 90_000);
   },
   // Names no data file (its dataset is stored tasks, its policy a server): accepted as it is, the
-  // run claims its id; going further takes the Python trainer worker (README "GRPO training").
+  // run claims its id; going further takes the Python trainer worker (docs/grpo.md).
   async GrpoTraining(handle) {
     await eventually(() => activityCompleted(handle, 'recordRunStart'), 90_000);
   },

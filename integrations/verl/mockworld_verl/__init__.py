@@ -1,4 +1,4 @@
-"""mockworld's verl adapter: verl rollouts in the mock world (README "Train with verl on a mockworld world").
+"""mockworld's verl adapter: verl rollouts in the mock world (docs/verl.md).
 
 `agent_loop` registers the `mockworld_agent` loop, `tools` the world's tools and `ask_user`,
 `reward` the `compute_score` of verl's reward path, `world_client` the world service over HTTP.

@@ -1,4 +1,4 @@
-"""The world service over HTTP (README "The world service"): one client per process, JSON in, JSON out.
+"""The world service over HTTP (docs/synthesis.md "The world service"): one client per process, JSON in, JSON out.
 
 Every request carries a request id the caller derives from the trajectory and its turn, so a retry
 (of one request after a dropped connection, or of a whole trajectory) is answered from the

@@ -7,7 +7,7 @@ canonical JSON text, so a batch reads the same however the table is stored.
 
 Records (contract: grpo-batch-record.json, sft-batch-record.json) are validated one by one, every bad
 one named. A reward that is missing or not finite is refused: rewards that could not be scored must
-be retried or dropped upstream, never defaulted (README, GRPO training: a judge failure is never a score).
+be retried or dropped upstream, never defaulted (docs/grpo.md: a judge failure is never a score).
 """
 
 from __future__ import annotations

@@ -1,0 +1,58 @@
+/**
+ * The documentation site: `npm run docs:build` writes it to docs/.vitepress/dist, `npm run docs:dev`
+ * serves it with live reload. The build fails on a link to a page that does not exist; links that
+ * leave docs/ for the repository's files are checked by test/unit/file-references.test.ts instead.
+ */
+import { defineConfig } from 'vitepress';
+
+const guide = [
+  { text: 'The demo', link: '/demo' },
+  { text: 'The CLI', link: '/cli' },
+  { text: 'The Temporal UI', link: '/temporal-ui' },
+  { text: 'The viewer', link: '/viewer' },
+  { text: 'Specs', link: '/specs' },
+  { text: 'In your own worker', link: '/own-worker' },
+  { text: 'Configuration', link: '/configuration' },
+  { text: 'Spec reference', link: '/spec-reference' },
+];
+const pipelines = [
+  { text: 'Synthesis', link: '/synthesis' },
+  { text: 'GRPO training', link: '/grpo' },
+  { text: 'Reasoning tasks', link: '/reasoning' },
+  { text: 'Rule-checked rubrics', link: '/rubric-rules' },
+  { text: 'SFT and the judge audit', link: '/sft-and-judge-audit' },
+  { text: 'Scaling studies', link: '/scaling-studies' },
+  { text: 'Evaluation', link: '/evaluation' },
+  { text: 'Adding a benchmark', link: '/adding-a-benchmark' },
+  { text: 'The paper preset', link: '/paper-preset' },
+  { text: 'Train with verl', link: '/verl' },
+];
+const operations = [
+  { text: 'On a cluster', link: '/cluster' },
+  { text: 'Payload encryption', link: '/encryption' },
+  { text: 'Metrics and traces', link: '/observability' },
+  { text: 'Bounds and retries', link: '/bounds-and-retries' },
+];
+const results = [
+  { text: 'Does it learn?', link: '/does-it-learn' },
+  { text: 'Benchmarks', link: '/benchmarks' },
+  { text: 'Layout', link: '/layout' },
+];
+
+export default defineConfig({
+  title: 'mockworld',
+  description: 'Durable agentic task synthesis, GRPO training and evaluation on Temporal',
+  srcExclude: ['README.md'],
+  // Links out of docs/ name the repository's files (../bench/learning.ts), not pages; the local
+  // stack's addresses (http://localhost:8233) are for the reader's machine.
+  ignoreDeadLinks: [/^(\.\/)?\.\.\//, /^https?:\/\/localhost\b/],
+  themeConfig: {
+    search: { provider: 'local' },
+    sidebar: [
+      { text: 'Using it', items: guide },
+      { text: 'Pipelines', items: pipelines },
+      { text: 'Operating it', items: operations },
+      { text: 'Results', items: results },
+    ],
+  },
+});
