@@ -1,4 +1,5 @@
 import { ServiceError, type Client, type QueryDefinition } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { loadEnvironment } from '../schemas/environment.js';
 import { viewerRunUrl } from '../schemas/run-records.js';
 import type { RunStatus } from '../schemas/run-status.js';
@@ -6,6 +7,9 @@ import type { AnySpec } from '../schemas/specs.js';
 import { budgetSignal, pauseSignal, resumeSignal, statusQuery } from '../workflows/controls.js';
 import { MockworldProgress, MockworldState } from '../workflows/search-attributes.js';
 import { taskStageQuery } from '../workflows/synthesis-controls.js';
+
+// A CommonJS package: Node's ESM loader sees only its default export.
+const { temporal } = proto;
 
 /** A workflow id users can read: kind, name, UTC start time. */
 export function defaultWorkflowId(spec: AnySpec, now = new Date()): string {
@@ -80,12 +84,68 @@ export async function queryRun<R, A extends unknown[]>(
       error instanceof ServiceError ? (error.cause as { code?: number } | undefined)?.code : undefined;
     if (code === undefined || !NO_ANSWER_CODES.has(code)) throw error;
     const { taskQueue } = await client.workflow.getHandle(workflowId).describe();
+    const failing = await failingWorkflowTask(client, workflowId);
+    const why = failing
+      ? `a worker polls task queue ${taskQueue}, but the run's workflow task keeps failing ` +
+        `(attempt ${failing.attempt}): ${failing.cause}: ${failing.message}` +
+        (failing.cause === 'BadSearchAttributes' ? `; ${SEARCH_ATTRIBUTES_FIX}` : '')
+      : `no worker polls task queue ${taskQueue}, or it is busy; ` +
+        `start one with \`mockworld worker --task-queue ${taskQueue}\``;
     throw new Error(
       `no worker answered the ${query.name} query of ${workflowId} within ${QUERY_DEADLINE_MS / 1000} s ` +
-        `(${(error as ServiceError).cause!.message}): no worker polls task queue ${taskQueue}, or it is busy; ` +
-        `start one with \`mockworld worker --task-queue ${taskQueue}\``,
+        `(${(error as ServiceError).cause!.message}): ${why}`,
     );
   }
+}
+
+const SEARCH_ATTRIBUTES_FIX =
+  "the namespace lacks mockworld's search attributes: run the worker with MockworldPlugin (it " +
+  'registers them at start) or `mockworld stack up`, or add them with `temporal operator ' +
+  'search-attribute create` (the worker then retries the task by itself)';
+
+/** Why a run's workflow task keeps failing, from the last failure in its history. */
+export interface FailingWorkflowTask {
+  readonly attempt: number;
+  /** The server's cause, e.g. `BadSearchAttributes`, `WorkflowWorkerUnhandledFailure`. */
+  readonly cause: string;
+  readonly message: string;
+}
+
+/**
+ * The run's workflow task failure, when its pending workflow task is past its first attempt: the
+ * newest WorkflowTaskFailed event, read from the end of the history (a few events, however long
+ * the run). Undefined when the task is not failing.
+ */
+export async function failingWorkflowTask(
+  client: Client,
+  workflowId: string,
+): Promise<FailingWorkflowTask | undefined> {
+  const { raw } = await client.workflow.getHandle(workflowId).describe();
+  const attempt = raw.pendingWorkflowTask?.attempt ?? 0;
+  if (attempt <= 1) return undefined;
+  const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({
+    namespace: client.options.namespace,
+    execution: { workflowId },
+    maximumPageSize: 50,
+  });
+  const failed = history?.events?.find(
+    (e) => e.workflowTaskFailedEventAttributes,
+  )?.workflowTaskFailedEventAttributes;
+  if (!failed) return undefined;
+  const cause = temporal.api.enums.v1.WorkflowTaskFailedCause[failed.cause ?? 0] ?? String(failed.cause);
+  return {
+    attempt,
+    cause: causeName(cause),
+    message: failed.failure?.message ?? '(no message)',
+  };
+}
+
+/** `WORKFLOW_TASK_FAILED_CAUSE_BAD_SEARCH_ATTRIBUTES` -> `BadSearchAttributes`. */
+function causeName(enumName: string): string {
+  return enumName
+    .replace(/^WORKFLOW_TASK_FAILED_CAUSE_/, '')
+    .toLowerCase()
+    .replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
 }
 
 /**

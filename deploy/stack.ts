@@ -128,7 +128,7 @@ export async function stackUp(
   } finally {
     await connection.close();
   }
-  if (startable(temporal)) log(`ui         http://localhost:${env.TEMPORAL_UI_PORT}`);
+  if (startable(temporal)) log(await uiLine(env));
 
   if (env.MOCKWORLD_MODEL_URL) {
     log(`model      ${env.MOCKWORLD_MODEL_URL}  (MOCKWORLD_MODEL_URL)`);
@@ -220,4 +220,12 @@ export async function stackStatus(
     detail: env.MOCKWORLD_MODEL_URL ? 'MOCKWORLD_MODEL_URL' : 'embedded',
   });
   return rows;
+}
+
+/** The Web UI's address, when it answers: a server that was already running may serve it elsewhere. */
+async function uiLine(env: Environment): Promise<string> {
+  const ui = `http://localhost:${env.TEMPORAL_UI_PORT}`;
+  return (await httpAnswers(ui))
+    ? `ui         ${ui}`
+    : `ui         nothing answers at ${ui}; the running server's UI is on another port: set TEMPORAL_UI_PORT to it`;
 }

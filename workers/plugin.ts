@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { PayloadCodec } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { closePools } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
@@ -9,6 +9,7 @@ import { RUNS_COMPILED } from '../deploy/paths.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { payloadCodecFromEnvironment, withPayloadCodec } from '../services/codec/payload-codec.js';
 import { AttemptRecovery } from './attempt-recovery.js';
+import { ensureSearchAttributes, type SearchAttributeSetup } from '../deploy/search-attributes.js';
 
 /** The module that exports every mockworld workflow; point your own bundle at it to combine. */
 export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(
@@ -24,6 +25,13 @@ export interface MockworldPluginOptions {
    * when `MOCKWORLD_PAYLOAD_KEY` is set, else none; `null`: none whatever the environment.
    */
   readonly payloadCodec?: PayloadCodec | null;
+  /**
+   * mockworld's search attributes in the worker's namespace, checked before it polls (a run's
+   * workflow tasks fail without them). `register` (default): add the missing ones; `check`: refuse
+   * to start, naming them and the command that adds them (for namespaces whose attributes an
+   * operator manages).
+   */
+  readonly searchAttributes?: SearchAttributeSetup;
 }
 
 /**
@@ -38,6 +46,7 @@ export interface MockworldPluginOptions {
  */
 export class MockworldPlugin extends SimplePlugin {
   private readonly recovery: AttemptRecovery;
+  private namespaceOf?: { connection?: NativeConnection; namespace: string };
 
   constructor(options: MockworldPluginOptions = {}) {
     const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
@@ -50,6 +59,7 @@ export class MockworldPlugin extends SimplePlugin {
       activities: createActivities({ databaseUrl }),
       workerInterceptors: { activity: [recovery.interceptor] },
       runContext: async (next) => {
+        await this.setUpNamespace(options.searchAttributes ?? 'register');
         await migrate(databaseUrl);
         try {
           await next();
@@ -59,6 +69,22 @@ export class MockworldPlugin extends SimplePlugin {
       },
     });
     this.recovery = recovery;
+  }
+
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    this.namespaceOf = { connection: options.connection, namespace: options.namespace ?? 'default' };
+    return super.configureWorker(options);
+  }
+
+  /** The search attributes of the worker's namespace (its connection's, or the SDK's default one). */
+  private async setUpNamespace(setup: SearchAttributeSetup): Promise<void> {
+    const { connection, namespace } = this.namespaceOf ?? { namespace: 'default' };
+    const operator = connection ?? (await NativeConnection.connect());
+    try {
+      await ensureSearchAttributes(operator, namespace, setup);
+    } finally {
+      if (!connection) await operator.close();
+    }
   }
 
   override runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {

@@ -61,6 +61,10 @@ describe('stack up with payload encryption', () => {
     expect(up.code).toBe(0);
     const codec = `http://127.0.0.1:${ports.codec}`;
     expect(up.stdout).toContain(`codec      ${codec}  started`);
+    expect(up.stdout).toContain(`ui         http://localhost:${ports.ui}\n`);
+    // Up again, told of a UI port nothing serves: it says so instead of printing a dead link.
+    const elsewhere = await runCli({ ...env, TEMPORAL_UI_PORT: String(await freePort()) }, 'stack', 'up');
+    expect(elsewhere.stdout).toMatch(/ui +nothing answers at http:\/\/localhost:\d+; .*set TEMPORAL_UI_PORT/);
 
     const settings = (await (await fetch(`http://127.0.0.1:${ports.ui}/api/v1/settings`)).json()) as {
       Codec: { Endpoint: string };
