@@ -14,7 +14,9 @@ export const EnvironmentSchema = z.object({
   DATABASE_URL: z
     .string()
     .default('postgres://postgres@127.0.0.1:5432/mockworld')
-    .describe('PostgreSQL connection string for mockworld data (datasets, caches, ledgers).'),
+    .describe(
+      'PostgreSQL connection string for mockworld data (datasets, caches, ledgers). The CLI (demo, stack, worker) falls back to the local server; MockworldPlugin in your own worker refuses to start without it (or its databaseUrl / localDatabase option).',
+    ),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233').describe('Temporal frontend host:port.'),
   TEMPORAL_NAMESPACE: z
     .string()
@@ -202,6 +204,14 @@ export function loadEnvironment(env: NodeJS.ProcessEnv = process.env): Environme
   }
   if (env === process.env) cached = parsed.data;
   return parsed.data;
+}
+
+/**
+ * `DATABASE_URL` as the environment gives it, without the local default: for code that must not
+ * write into a database nobody named (a library worker in someone's deployment).
+ */
+export function givenDatabaseUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.DATABASE_URL || undefined;
 }
 
 /** Base URL of the embedded model server for this environment. */

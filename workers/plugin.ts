@@ -6,7 +6,7 @@ import { createActivities } from '../activities/index.js';
 import { closePools } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 import { RUNS_COMPILED } from '../deploy/paths.js';
-import { loadEnvironment } from '../schemas/environment.js';
+import { givenDatabaseUrl, loadEnvironment } from '../schemas/environment.js';
 import { payloadCodecFromEnvironment, withPayloadCodec } from '../services/codec/payload-codec.js';
 import { AttemptRecovery } from './attempt-recovery.js';
 import { ensureSearchAttributes, type SearchAttributeSetup } from '../deploy/search-attributes.js';
@@ -18,8 +18,13 @@ export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(
 
 /** Options of {@link MockworldPlugin}. */
 export interface MockworldPluginOptions {
-  /** PostgreSQL for runs, caches and datasets. Default: `DATABASE_URL`, else the local server. */
+  /**
+   * PostgreSQL for runs, caches and datasets. Default: `DATABASE_URL`; with neither, the plugin
+   * refuses to start unless `localDatabase` says to use the local default database.
+   */
   readonly databaseUrl?: string;
+  /** With no `databaseUrl` nor `DATABASE_URL`: use `postgres://postgres@127.0.0.1:5432/mockworld`. */
+  readonly localDatabase?: boolean;
   /**
    * Encrypts every payload of the worker (and of a client given this plugin). Default: AES-256-GCM
    * when `MOCKWORLD_PAYLOAD_KEY` is set, else none; `null`: none whatever the environment.
@@ -32,6 +37,20 @@ export interface MockworldPluginOptions {
    * operator manages).
    */
   readonly searchAttributes?: SearchAttributeSetup;
+}
+
+/**
+ * The local default database, only when asked for: a worker in someone's deployment that was
+ * given no database must not migrate and write into whatever answers on localhost.
+ */
+function localDatabaseUrl(options: MockworldPluginOptions): string {
+  if (!options.localDatabase)
+    throw new Error(
+      'MockworldPlugin has no database: set DATABASE_URL (postgres://user:password@host:5432/db) or pass ' +
+        '{ databaseUrl }; to use the local default postgres://postgres@127.0.0.1:5432/mockworld, pass ' +
+        '{ localDatabase: true }',
+    );
+  return loadEnvironment({}).DATABASE_URL;
 }
 
 /**
@@ -49,7 +68,7 @@ export class MockworldPlugin extends SimplePlugin {
   private namespaceOf?: { connection?: NativeConnection; namespace: string };
 
   constructor(options: MockworldPluginOptions = {}) {
-    const databaseUrl = options.databaseUrl ?? loadEnvironment().DATABASE_URL;
+    const databaseUrl = options.databaseUrl ?? givenDatabaseUrl() ?? localDatabaseUrl(options);
     const codec = options.payloadCodec === undefined ? payloadCodecFromEnvironment() : options.payloadCodec;
     const recovery = new AttemptRecovery(databaseUrl);
     super({
