@@ -4,6 +4,7 @@ import { getPool, redactUrl } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 import { embeddedModelUrl, loadEnvironment, type Environment } from '../schemas/environment.js';
 import { CODEC_COMPONENT, codecUp, localCodecEndpoint } from './codec-stack.js';
+import { ensureLlamaCpp } from './embedded-model/llama-runtime.js';
 import { ensureEmbeddedModel } from './embedded-model/fetch-model.js';
 import { nodeEntryArgs } from './paths.js';
 import { livePid, managedProcess, spawnDetached, stopManaged, writePid } from './processes.js';
@@ -134,12 +135,18 @@ export async function stackUp(
     log(`model      ${env.MOCKWORLD_MODEL_URL}  (MOCKWORLD_MODEL_URL)`);
     return;
   }
+  await embeddedModelUp(log, env);
+}
+
+/** Starts the embedded model server unless one answers, installing its model and runtime first. */
+async function embeddedModelUp(log: (line: string) => void, env: Environment): Promise<void> {
   const modelUrl = embeddedModelUrl(env);
   if (await httpAnswers(`${modelUrl}/models`)) {
     log(`model      ${modelUrl}  embedded model already running`);
     return;
   }
   const modelPath = await ensureEmbeddedModel();
+  await ensureLlamaCpp((line) => log(`model      ${line}`));
   const proc = managedProcess(env.MOCKWORLD_HOME, 'embedded-model');
   await spawnDetached(proc, process.execPath, [
     ...nodeEntryArgs('services/embedded-model/server'),

@@ -14,22 +14,19 @@
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import {
-  getLlama,
-  LlamaChat,
-  resolveChatWrapper,
-  type ChatWrapper,
-  LlamaLogLevel,
-  type Llama,
-  type LlamaContext,
-  type LlamaEmbeddingContext,
-  type LlamaGrammar,
-  type LlamaModel,
-  type Token,
+import type {
+  ChatWrapper,
+  Llama,
+  LlamaContext,
+  LlamaEmbeddingContext,
+  LlamaGrammar,
+  LlamaModel,
+  Token,
 } from 'node-llama-cpp';
 import { EMBEDDED_MODEL, ensureEmbeddedModel } from '../../deploy/embedded-model/fetch-model.js';
 import { planChat, toAnswer, type AssistantAnswer, type OutputMode } from './chat-prompt.js';
 import { badRequest } from './errors.js';
+import { loadLlamaCpp, type LlamaCpp } from '../../deploy/embedded-model/llama-runtime.js';
 import { createSchemaGrammar } from './schema-grammar.js';
 import { SequencePool } from './sequence-pool.js';
 import type { ChatCompletionRequest, EmbeddingRequest } from '../../schemas/openai-chat.js';
@@ -137,12 +134,13 @@ export class EmbeddedModel {
     private readonly model: LlamaModel,
     private readonly contexts: readonly LlamaContext[],
     private readonly threads: number,
+    private readonly llamaCpp: LlamaCpp,
   ) {
     const sequences = contexts.map((context) =>
       Array.from({ length: context.totalSequences }, () => context.getSequence()),
     );
     this.pool = new SequencePool(sequences);
-    this.chatWrapper = resolveChatWrapper(model);
+    this.chatWrapper = llamaCpp.resolveChatWrapper(model);
   }
 
   /** Loads the model (fetching the pinned one when no path is given) and allocates its contexts. */
@@ -150,7 +148,12 @@ export class EmbeddedModel {
     const modelPath = options.modelPath ?? (await ensureEmbeddedModel());
     const threads = options.threads ?? defaultThreads();
     // Never build or download llama.cpp at run time: the prebuilt CPU binary ships with the package.
-    const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    const { module: llamaCpp } = await loadLlamaCpp();
+    const llama = await llamaCpp.getLlama({
+      gpu: false,
+      build: 'never',
+      logLevel: llamaCpp.LlamaLogLevel.error,
+    });
     const model = await llama.loadModel({ modelPath });
     const sequences = Math.max(1, options.sequences ?? DEFAULT_SEQUENCES);
     const contextCount = Math.min(sequences, Math.max(1, options.contexts ?? defaultContexts(threads)));
@@ -171,7 +174,14 @@ export class EmbeddedModel {
       await model.dispose();
       throw error;
     }
-    return new EmbeddedModel(options.modelName ?? EMBEDDED_MODEL.name, llama, model, contexts, threads);
+    return new EmbeddedModel(
+      options.modelName ?? EMBEDDED_MODEL.name,
+      llama,
+      model,
+      contexts,
+      threads,
+      llamaCpp,
+    );
   }
 
   /** Context window per request, in tokens. */
@@ -184,7 +194,7 @@ export class EmbeddedModel {
     const plan = planChat(request);
     const grammar = await this.grammarFor(plan.mode);
     const sequence = await this.pool.acquire(signal);
-    const chat = new LlamaChat({
+    const chat = new this.llamaCpp.LlamaChat({
       contextSequence: sequence,
       chatWrapper: this.chatWrapper,
       autoDisposeSequence: false,

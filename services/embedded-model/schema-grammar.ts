@@ -9,7 +9,8 @@
  * (measured on the toolset stage) on newlines and indentation, which also leaves less of a
  * `max_tokens` budget for the answer to close in.
  */
-import { LlamaText, type GbnfJsonSchema, type Llama, type LlamaGrammar } from 'node-llama-cpp';
+import type { GbnfJsonSchema, Llama, LlamaGrammar } from 'node-llama-cpp';
+import { loadLlamaCpp } from '../../deploy/embedded-model/llama-runtime.js';
 import { insertTerminals, type GrammarSchema } from './json-schema-grammar.js';
 
 type GbnfWriter = (schema: GbnfJsonSchema, options: { allowNewLines: boolean }) => string;
@@ -22,9 +23,13 @@ let writer: Promise<GbnfWriter> | undefined;
  * fail if a version moves or changes it.
  */
 function gbnfWriter(): Promise<GbnfWriter> {
-  writer ??= import(
-    new URL('./utils/gbnfJson/getGbnfGrammarForGbnfJsonSchema.js', import.meta.resolve('node-llama-cpp')).href
-  ).then((module: { getGbnfGrammarForGbnfJsonSchema: GbnfWriter }) => module.getGbnfGrammarForGbnfJsonSchema);
+  writer ??= loadLlamaCpp()
+    .then(
+      ({ entryUrl }) => import(new URL('./utils/gbnfJson/getGbnfGrammarForGbnfJsonSchema.js', entryUrl).href),
+    )
+    .then(
+      (module: { getGbnfGrammarForGbnfJsonSchema: GbnfWriter }) => module.getGbnfGrammarForGbnfJsonSchema,
+    );
   return writer;
 }
 
@@ -38,7 +43,7 @@ export async function schemaGrammarText(spec: GrammarSchema): Promise<string> {
 export async function createSchemaGrammar(llama: Llama, spec: GrammarSchema): Promise<LlamaGrammar> {
   return llama.createGrammar({
     grammar: await schemaGrammarText(spec),
-    stopGenerationTriggers: [LlamaText(['\n'.repeat(4)])],
+    stopGenerationTriggers: [(await loadLlamaCpp()).module.LlamaText(['\n'.repeat(4)])],
     trimWhitespaceSuffix: true,
   });
 }

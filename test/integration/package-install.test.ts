@@ -10,6 +10,27 @@ import { startModelServer, type ModelServer } from '../../testkit/model-server.j
 
 const run = promisify(execFile);
 
+/** The size of a project's node_modules with only the SDK a worker and a client need. */
+async function sdkAloneMegabytes(): Promise<number> {
+  const baseline = await mkdtemp(path.join(os.tmpdir(), 'mockworld-sdk-only-'));
+  try {
+    await writeFile(path.join(baseline, 'package.json'), JSON.stringify({ name: 'sdk-only', private: true }));
+    await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...SDK], { cwd: baseline });
+    return await megabytes(path.join(baseline, 'node_modules'));
+  } finally {
+    await rm(baseline, { recursive: true, force: true });
+  }
+}
+
+/** The peer SDK the user's project installs beside mockworld: the lowest of the peer range. */
+const SDK = ['@temporalio/worker@1.24.0', '@temporalio/client@1.24.0'];
+
+/** `du -sm`: a folder's size on disk in MB. */
+async function megabytes(dir: string): Promise<number> {
+  const { stdout } = await run('du', ['-sm', dir]);
+  return Number(stdout.split('\t')[0]);
+}
+
 /**
  * The package as a user gets it: `npm pack` (which builds dist/), the tarball installed into a
  * fresh project outside this repository, a worker built there with the plugin, and a Smoke run
@@ -60,6 +81,7 @@ describe('the packed mockworld package in a project of its own', () => {
     expect(shipped).toContain('dist/workers/plugin.d.ts');
     expect(shipped).toContain('dist/cli/main.js');
     expect(shipped.filter((file) => file.startsWith('test/') || file.startsWith('bench/'))).toEqual([]);
+    expect(shipped.filter((file) => /(^|\/)tests\/|\.map$/.test(file))).toEqual([]); // Python tests, maps
 
     await writeFile(
       path.join(project, 'package.json'),
@@ -67,17 +89,18 @@ describe('the packed mockworld package in a project of its own', () => {
     );
     await run(
       'npm',
-      [
-        'install',
-        '--no-audit',
-        '--no-fund',
-        '--prefer-offline',
-        `./${packed!.filename}`,
-        '@temporalio/worker@1.24.0',
-      ],
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${packed!.filename}`, ...SDK],
       { cwd: project, maxBuffer: 64 * 1024 * 1024 },
     );
     expect(await readdir(path.join(project, 'node_modules', 'mockworld', 'dist'))).toContain('index.js');
+    // Lean: the embedded model's runtime (node-llama-cpp, ~700 MB) is an optional peer, installed
+    // on first use; the Temporal SDK is a peer the project shares (its core bridge ships five
+    // platforms' binaries, ~140 MB, whatever installs it).
+    expect(await readdir(path.join(project, 'node_modules'))).not.toContain('node-llama-cpp');
+    const total = await megabytes(path.join(project, 'node_modules'));
+    const sdk = await sdkAloneMegabytes();
+    console.log(`node_modules: ${total} MB; a project with only the Temporal SDK: ${sdk} MB`);
+    expect(total - sdk).toBeLessThan(150);
 
     // A worker of the user's own, registering the plugin by the package name.
     await writeFile(
