@@ -1,6 +1,13 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { JudgeAuditSummary } from '../schemas/judge-audit-spec.js';
 import type { RunStatus } from '../schemas/run-status.js';
-import { parseSpec, type AnySpec } from '../schemas/specs.js';
+import { parseSpec, type AnySpec, type SpecInput, type SpecKind } from '../schemas/specs.js';
+import type { EvaluationSummary } from '../workflows/evaluation.js';
+import type { GrpoSummary } from '../workflows/grpo-training.js';
+import type { StudySummary } from '../workflows/scaling-study.js';
+import type { SftSummary } from '../workflows/sft-training.js';
+import type { SmokeSummary } from '../workflows/smoke.js';
+import type { SynthesisSummary } from '../workflows/synthesis.js';
 import { statusQuery } from '../workflows/controls.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from '../workflows/grpo-controls.js';
 import { cellStatesQuery } from '../workflows/study-controls.js';
@@ -17,6 +24,27 @@ import {
 
 export { connectClient, type ConnectOptions } from './connect.js';
 export { defaultWorkflowId, type RunOverview } from './runs.js';
+export type { SpecInput, SpecInputOfKind, SpecKind } from '../schemas/specs.js';
+
+/** What a run of each kind returns when it completes. */
+export interface RunResults {
+  Smoke: SmokeSummary;
+  Synthesis: SynthesisSummary;
+  GrpoTraining: GrpoSummary;
+  ScalingStudy: StudySummary;
+  Evaluation: EvaluationSummary;
+  JudgeAudit: JudgeAuditSummary;
+  SftTraining: SftSummary;
+}
+export type {
+  EvaluationSummary,
+  GrpoSummary,
+  JudgeAuditSummary,
+  SftSummary,
+  SmokeSummary,
+  StudySummary,
+  SynthesisSummary,
+};
 
 /**
  * Starts mockworld runs from spec documents and controls them: the same operations as the CLI and
@@ -49,16 +77,21 @@ export class MockworldClient {
 
   /**
    * Validates `document` as a spec (throws SpecValidationError naming every bad field; nothing
-   * is started) and starts its run. `id` defaults to kind-name-UTC time.
+   * is started) and starts its run. `id` defaults to kind-name-UTC time. Typed by its `kind`: a
+   * literal spec is checked at compile time and the run's `result()` has that kind's summary; a
+   * parsed YAML document (`any`) is checked at run time only.
    */
-  async start(document: unknown, options: { readonly id?: string } = {}): Promise<MockworldRun> {
+  async start<S extends SpecInput>(
+    document: S,
+    options: { readonly id?: string } = {},
+  ): Promise<MockworldRun<S['kind']>> {
     const spec: AnySpec = parseSpec(document);
-    return this.run(await startRun(this.temporal, spec, options.id, this.taskQueue));
+    return this.run<S['kind']>(await startRun(this.temporal, spec, options.id, this.taskQueue));
   }
 
-  /** A handle on an existing run. */
-  run(workflowId: string): MockworldRun {
-    return new MockworldRun(this.temporal, workflowId);
+  /** A handle on an existing run; name its kind to type its result. */
+  run<K extends SpecKind = SpecKind>(workflowId: string): MockworldRun<K> {
+    return new MockworldRun<K>(this.temporal, workflowId);
   }
 
   /** Closes the connection to Temporal. */
@@ -68,7 +101,7 @@ export class MockworldClient {
 }
 
 /** One run's controls and looks. Queries need a worker; without one they fail within 5 s saying so. */
-export class MockworldRun {
+export class MockworldRun<K extends SpecKind = SpecKind> {
   constructor(
     private readonly temporal: Client,
     readonly workflowId: string,
@@ -125,8 +158,8 @@ export class MockworldRun {
   }
 
   /** The run's result (its summary) once it closes; throws if it failed or was cancelled. */
-  result(): Promise<unknown> {
-    return this.handle().result();
+  result(): Promise<RunResults[K]> {
+    return this.handle().result() as Promise<RunResults[K]>;
   }
 
   private handle(): WorkflowHandle {

@@ -29,6 +29,13 @@ export type SpecKind = keyof typeof SPEC_SCHEMAS;
 export type SpecOfKind<K extends SpecKind> = z.infer<(typeof SPEC_SCHEMAS)[K]>;
 /** A validated spec of any kind. */
 export type AnySpec = z.infer<(typeof SPEC_SCHEMAS)[SpecKind]>;
+/**
+ * A spec document of kind `K` as a user writes it: defaults may be left out (zod's input type).
+ * `kind` may be left out too where the kind is known from elsewhere (parseSpecOfKind).
+ */
+export type SpecInputOfKind<K extends SpecKind> = z.input<(typeof SPEC_SCHEMAS)[K]>;
+/** A spec document of any kind, as a user writes it; `kind` says which. */
+export type SpecInput = { [K in SpecKind]: SpecInputOfKind<K> & { readonly kind: K } }[SpecKind];
 
 /** The kinds, for messages that list the valid values. */
 export const SPEC_KINDS = Object.keys(SPEC_SCHEMAS) as SpecKind[];

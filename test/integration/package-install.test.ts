@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -20,6 +20,19 @@ async function sdkAloneMegabytes(): Promise<number> {
   } finally {
     await rm(baseline, { recursive: true, force: true });
   }
+}
+
+/** What a TypeScript project adds to compile, at the versions this repository builds with. */
+const TYPESCRIPT = ['typescript@5.9.3', '@types/node@20.19.43'];
+
+/** The ```ts blocks of the README and of docs/own-worker.md: what a user copies into a worker. */
+async function docBlocks(): Promise<string[]> {
+  const pages = await Promise.all(
+    ['README.md', 'docs/own-worker.md'].map((page) => readFile(path.join(REPO_ROOT, page), 'utf8')),
+  );
+  const blocks = pages.flatMap((text) => [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!));
+  expect(blocks.length).toBeGreaterThanOrEqual(4);
+  return blocks.map((block) => `${block}\nexport {};\n`); // each a module: top-level await
 }
 
 /** The peer SDK the user's project installs beside mockworld: the lowest of the peer range. */
@@ -101,6 +114,32 @@ describe('the packed mockworld package in a project of its own', () => {
     const sdk = await sdkAloneMegabytes();
     console.log(`node_modules: ${total} MB; a project with only the Temporal SDK: ${sdk} MB`);
     expect(total - sdk).toBeLessThan(150);
+
+    // The docs' TypeScript, as a user pastes it, compiles under strict against the package.
+    await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...TYPESCRIPT], {
+      cwd: project,
+    });
+    const blocks = await docBlocks();
+    for (const [index, block] of blocks.entries())
+      await writeFile(path.join(project, `doc-${index}.ts`), block);
+    await writeFile(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: 'nodenext',
+          target: 'es2022',
+          noEmit: true,
+          types: ['node'],
+        },
+        files: blocks.map((_, index) => `doc-${index}.ts`),
+      }),
+    );
+    await run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.'], { cwd: project }).catch(
+      (error: Error & { stdout?: string }) => {
+        throw new Error(`the docs' TypeScript does not compile:\n${error.stdout}`);
+      },
+    );
 
     // A worker of the user's own, registering the plugin by the package name.
     await writeFile(
