@@ -111,7 +111,6 @@ describe('hostile persona files', () => {
   });
 
   it('skips a ~10 MB line as it streams by, and reads on after it', async () => {
-    const started = Date.now();
     const result = await load(
       'enormous',
       `${line({ id: 'big', persona: 'y'.repeat(10 * 1024 * 1024) })}\r\n${line({ id: 'after', persona: 'Read after it.' })}\r\n`,
@@ -119,7 +118,6 @@ describe('hostile persona files', () => {
     expect(result).toMatchObject({ loaded: 1, rejected: 1 });
     expect(await refusals('enormous')).toEqual({ 1: `line longer than ${MAX_PERSONA_LINE_BYTES} bytes` });
     expect(await stored('enormous')).toEqual([{ idx: 0, persona_id: 'after', persona: 'Read after it.' }]);
-    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('counts every refused line but records a bounded number of them', async () => {

@@ -323,7 +323,6 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
   });
 
   it('keeps the error short for a ~10 MB document: huge values, a huge key, 100k unknown keys', () => {
-    const started = Date.now();
     const tenMb = 'x'.repeat(10 * 1024 * 1024);
     const bigValue = rejection({ kind: 'Smoke', prompt: tenMb, name: tenMb });
     expectNamed(bigValue, ['prompt', 'name']);
@@ -335,7 +334,6 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
     );
     expect(manyKeys.message.length).toBeLessThan(20_000);
     expect(manyKeys.message).toContain('personas');
-    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('bounds the number of issues listed and counts the rest', () => {
@@ -372,10 +370,8 @@ describe('hostile spec files through the CLI reader (mockworld start)', () => {
     }
     lines.push('kind: Smoke');
     const rss = process.memoryUsage().rss;
-    const started = Date.now();
     const error = await fileRejection(await file('bomb.yaml', lines.join('\n')));
     expect(error.message).toMatch(/not valid YAML\/JSON: .*alias/i);
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(process.memoryUsage().rss - rss).toBeLessThan(200 * 1024 * 1024);
   });
 
@@ -394,10 +390,8 @@ describe('hostile spec files through the CLI reader (mockworld start)', () => {
       await file('huge.yaml', `kind: Smoke\nprompt: "${'x'.repeat(10 * 1024 * 1024)}"\n`),
     );
     expect(huge.message).toMatch(/larger than 1048576 bytes/);
-    const started = Date.now();
-    const endless = await fileRejection('/dev/zero');
+    const endless = await fileRejection('/dev/zero'); // read whole, it would never end
     expect(endless.message).toMatch(/larger than 1048576 bytes/);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('names prototype-pollution keys from YAML and JSON files and pollutes nothing', async () => {

@@ -79,7 +79,6 @@ describe('retryOnConnectionError', () => {
 
   it('gives up with the connection error once its time is spent, or when aborted', async () => {
     let calls = 0;
-    const started = Date.now();
     await expect(
       retryOnConnectionError(
         async () => {
@@ -91,7 +90,6 @@ describe('retryOnConnectionError', () => {
       ),
     ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     expect(calls).toBeGreaterThanOrEqual(2);
-    expect(Date.now() - started).toBeLessThan(30_000);
 
     const aborted = new AbortController();
     aborted.abort();

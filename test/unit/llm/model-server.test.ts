@@ -100,10 +100,8 @@ describe('the test model server', () => {
       () => 'failed',
     );
     await eventually(async () => server!.stats.inFlight === 1, 10_000, 10);
-    const started = Date.now();
     await server.close();
     server = undefined;
-    expect(await pending).toBe('failed');
-    expect(Date.now() - started).toBeLessThan(10_000); // not left hanging until the client times out
+    expect(await pending).toBe('failed'); // ended by the close, not left hanging: the test would time out
   });
 });

@@ -51,12 +51,12 @@ describe('model calls under upstream faults', () => {
   });
 
   it('honours retry-after-ms when the endpoint sends it', async () => {
-    server.injectFaults({ kind: 'rate-limit', retryAfterMs: 400, retryAfterSeconds: 30 });
+    server.injectFaults({ kind: 'rate-limit', retryAfterMs: 400, retryAfterSeconds: 600 });
     const started = Date.now();
     await ask('m-429-ms', 'rate limited in ms');
     const waited = Date.now() - started;
+    // Waited, and by the ms header: the 600 s of retry-after would run past the test's timeout.
     expect(waited).toBeGreaterThanOrEqual(380);
-    expect(waited).toBeLessThan(5000);
   });
 
   it('retries a 500 and a 503', async () => {
@@ -106,7 +106,6 @@ describe('model calls under upstream faults', () => {
     const controller = new AbortController();
     const reason = new Error('activity cancelled');
     setTimeout(() => controller.abort(reason), 100);
-    const started = Date.now();
     const error = await models
       .chat({
         endpoint: endpointOf(server, 'm-abort'),
@@ -115,8 +114,7 @@ describe('model calls under upstream faults', () => {
         signal: controller.signal,
       })
       .catch((e: unknown) => e);
-    expect(error).toBe(reason);
-    expect(Date.now() - started).toBeLessThan(4_000); // the abort ends it, not the 5 s request timeout
+    expect(error).toBe(reason); // the abort ended it: the request timeout would reject otherwise
     expect(server.requestCount()).toBe(1);
   });
 
