@@ -51,6 +51,9 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
                                         when the worker that asked dies (workers: MOCKWORLD_MODEL_GATEWAY_URL)
   mockworld view [--port N] [--host H]  results viewer in the browser (runs, tasks, transcripts, curves,
                                         fits; read-only; 127.0.0.1:8234 unless told otherwise)
+  mockworld init [dir] [--mockworld SPEC]
+                                        write a worker project: the plugin in a worker, a typed client
+                                        script and a Smoke spec (npm install, npm run worker, npm run smoke)
 
   --json   machine-readable output for scripts`;
 
@@ -71,6 +74,7 @@ const OPTIONS = {
   port: { type: 'string' },
   host: { type: 'string' },
   origin: { type: 'string', multiple: true },
+  mockworld: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 

@@ -18,6 +18,7 @@ export interface CommandOptions {
   readonly port?: string;
   readonly host?: string;
   readonly origin?: string[];
+  readonly mockworld?: string;
 }
 
 /** What a command runs with: the parsed command line and the output helpers every command shares. */

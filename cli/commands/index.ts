@@ -6,6 +6,7 @@ import { demoCommand } from './demo.js';
 import { exportCommand } from './export.js';
 import { gatewayCommand } from './gateway.js';
 import { importCommand } from './import.js';
+import { initCommand } from './init.js';
 import { reportCommand } from './report.js';
 import { searchIndexCommand } from './search-index.js';
 import { pauseCommand, resumeCommand } from './signal.js';
@@ -38,6 +39,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = Object.fromEntries(
     gatewayCommand,
     worldCommand,
     viewCommand,
+    initCommand,
   ].map((command) => [command.name, command]),
 );
 
