@@ -1,9 +1,13 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { hasUserInfo } from './url-credentials.js';
 
 /** A payload encryption key: standard base64 of exactly 32 bytes. */
 const PAYLOAD_KEY = /^[A-Za-z0-9+/]{43}=$/;
+
+const NO_CREDENTIALS =
+  'must not carry user:password (it would reach logs and histories); the key goes in its own variable';
 
 /**
  * Process configuration read from the environment. This is the only place that reads
@@ -67,6 +71,7 @@ export const EnvironmentSchema = z.object({
     ),
   MOCKWORLD_MODEL_URL: z
     .string()
+    .refine((url) => !hasUserInfo(url), NO_CREDENTIALS)
     .optional()
     .describe('OpenAI-compatible base URL used when a spec names no endpoint; unset = the embedded model.'),
   MOCKWORLD_MODEL_NAME: z.string().min(1).optional().describe('Model name at MOCKWORLD_MODEL_URL.'),
@@ -93,6 +98,7 @@ export const EnvironmentSchema = z.object({
     ),
   MOCKWORLD_MODEL_GATEWAY_URL: z
     .url()
+    .refine((url) => !hasUserInfo(url), NO_CREDENTIALS)
     .optional()
     .describe(
       'Set: workers send model calls through this model gateway (`mockworld gateway`), which finishes and records a paid call even if the worker dies mid-call.',
