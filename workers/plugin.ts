@@ -11,6 +11,8 @@ import { payloadCodecFromEnvironment, withPayloadCodec } from '../services/codec
 import { AttemptRecovery } from './attempt-recovery.js';
 import { ensureSearchAttributes, type SearchAttributeSetup } from '../deploy/search-attributes.js';
 
+export { MissingSearchAttributesError, type SearchAttributeSetup } from '../deploy/search-attributes.js';
+
 /** The module that exports every mockworld workflow; point your own bundle at it to combine. */
 export const MOCKWORLD_WORKFLOWS_PATH = fileURLToPath(
   new URL(`../workflows/index.${RUNS_COMPILED ? 'js' : 'ts'}`, import.meta.url),

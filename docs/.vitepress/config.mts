@@ -1,9 +1,15 @@
 /**
- * The documentation site: `npm run docs:build` writes it to docs/.vitepress/dist, `npm run docs:dev`
+ * The documentation site: `npm run docs:build` writes the API reference with TypeDoc (typedoc.json:
+ * the package's exports, into docs/api/) and the site to docs/.vitepress/dist; `npm run docs:dev`
  * serves it with live reload. The build fails on a link to a page that does not exist; links that
  * leave docs/ for the repository's files are checked by test/unit/file-references.test.ts instead.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { defineConfig } from 'vitepress';
+
+/** The API reference TypeDoc writes into docs/api (`npm run docs:build` runs it first). */
+const apiSidebarFile = new URL('../api/typedoc-sidebar.json', import.meta.url);
+const api = existsSync(apiSidebarFile) ? JSON.parse(readFileSync(apiSidebarFile, 'utf8')) : [];
 
 const guide = [
   { text: 'The demo', link: '/demo' },
@@ -53,6 +59,7 @@ export default defineConfig({
       { text: 'Pipelines', items: pipelines },
       { text: 'Operating it', items: operations },
       { text: 'Results', items: results },
+      ...(api.length ? [{ text: 'API reference', link: '/api/', items: api }] : []),
     ],
   },
 });
