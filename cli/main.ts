@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { closePools } from '../activities/store/db.js';
+import { closePools, explainDatabaseError } from '../activities/store/db.js';
 import { DatasetImportError } from '../activities/synthesis/import.js';
+import { loadEnvironment } from '../schemas/environment.js';
 import { SpecValidationError } from '../schemas/spec-error.js';
 import type { CommandContext, CommandOptions } from './commands/command.js';
 import { findCommand } from './commands/index.js';
@@ -105,6 +106,15 @@ function commandContext(name: string, values: CommandOptions, args: string[]): C
   };
 }
 
+/** A failure to reach PostgreSQL says where it was expected and what to do; others as they are. */
+function explainError(error: unknown): unknown {
+  try {
+    return explainDatabaseError(error, loadEnvironment().DATABASE_URL);
+  } catch {
+    return error; // the environment itself is invalid: the error says which variable
+  }
+}
+
 main(process.argv.slice(2))
   .then(async (code) => {
     await closePools();
@@ -120,6 +130,7 @@ main(process.argv.slice(2))
       console.error(error.message);
       process.exit(2);
     }
-    console.error(error instanceof Error ? error.message : error);
+    const explained = explainError(error);
+    console.error(explained instanceof Error ? explained.message : explained);
     process.exit(1);
   });

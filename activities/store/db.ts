@@ -52,6 +52,25 @@ export function isConnectionError(error: unknown): boolean {
 }
 
 /**
+ * `error` as a DatabaseUnreachableError (where PostgreSQL was expected, and what to do) when it is
+ * a failure to connect to the server of `url`; any other error unchanged. For the CLI, whose
+ * commands would otherwise end on pg's bare "connect ECONNREFUSED".
+ */
+export function explainDatabaseError(error: unknown, url: string): unknown {
+  const e = error as { code?: unknown; port?: unknown; hostname?: unknown } | null;
+  if (typeof e?.code !== 'string' || !CONNECTION_CODES.has(e.code)) return error;
+  let server: URL;
+  try {
+    server = new URL(url);
+  } catch {
+    return error;
+  }
+  // Only a failure to reach that server: Temporal or a model endpoint fail with the same codes.
+  const ours = e.port === Number(server.port || 5432) || e.hostname === server.hostname;
+  return ours ? new DatabaseUnreachableError(url, error) : error;
+}
+
+/**
  * Runs `fn`, and again while it fails with a connection error, for up to `withinMs` (backoff from
  * 250 ms to 2 s). For writes that must not be lost with the activity: e.g. the ledger row of a model
  * answer already paid for, which a retried activity would otherwise pay for again.

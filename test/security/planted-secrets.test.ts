@@ -109,11 +109,14 @@ await worker.run();
     for (const args of [
       ['report', 'no-such-run'],
       ['export', 'no-such-run'],
-      ['import', 'examples/personas.jsonl'],
+      ['import', 'examples/grpo/tasks.jsonl'],
     ]) {
       const result = await runCli(env, ...args);
       expect(result.code, args.join(' ')).not.toBe(0);
       expect(result.stdout + result.stderr, args.join(' ')).not.toContain(PLANTED);
+      expect(result.stderr, args.join(' ')).toContain(
+        'PostgreSQL is not reachable at postgres://mockworld:***@',
+      );
     }
   });
 });
