@@ -9,7 +9,7 @@ import { createEngineDouble, type EngineDouble, type EngineKind } from './servin
  * project, at the model boundary. It plays scripted answers, counts requests per role, and
  * injects the faults real endpoints produce (429, 5xx, hangs, cut bodies, bad JSON, huge answers).
  *
- * Over 400 lines on purpose: the request handler, the fault kinds it plays and the stats it keeps
+ * Why this file is long (over 400 lines): the request handler, the fault kinds it plays and the stats it keeps
  * share one request loop; the serving-engine admin double is already its own module
  * (serving-engine.ts). A split would pass that loop's state between files for no reader's gain.
  *

@@ -3,7 +3,7 @@
  * and the model servers' own counts say about each run. Every number here is read back from the
  * real stores; nothing is inferred from what the harness meant to do.
  *
- * Over 400 lines on purpose: each check (tasks lost or duplicated, steps applied twice, answers
+ * Why this file is long (over 400 lines): each check (tasks lost or duplicated, steps applied twice, answers
  * paid twice, mapping consistency, unexplained retries) is a short query plus its explanation, and
  * they share one snapshot of the run; split per check, each file would re-read the same stores.
  * The fault injectors already live in their own modules (gateway-kill, slow-model, checkpoint-disk).
