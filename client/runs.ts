@@ -1,5 +1,6 @@
 import { ServiceError, type Client, type QueryDefinition } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { pascalCaseOf } from '../schemas/enum-names.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { viewerRunUrl } from '../schemas/run-records.js';
 import type { RunStatus } from '../schemas/run-status.js';
@@ -135,17 +136,9 @@ export async function failingWorkflowTask(
   const cause = temporal.api.enums.v1.WorkflowTaskFailedCause[failed.cause ?? 0] ?? String(failed.cause);
   return {
     attempt,
-    cause: causeName(cause),
+    cause: pascalCaseOf(cause.replace(/^WORKFLOW_TASK_FAILED_CAUSE_/, '')),
     message: failed.failure?.message ?? '(no message)',
   };
-}
-
-/** `WORKFLOW_TASK_FAILED_CAUSE_BAD_SEARCH_ATTRIBUTES` -> `BadSearchAttributes`. */
-function causeName(enumName: string): string {
-  return enumName
-    .replace(/^WORKFLOW_TASK_FAILED_CAUSE_/, '')
-    .toLowerCase()
-    .replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { pascalCaseOf } from '../schemas/enum-names.js';
 import { MOCKWORLD_SEARCH_ATTRIBUTES } from '../workflows/search-attributes.js';
 
 // A CommonJS package: Node's ESM loader sees only its default export.
@@ -69,7 +70,7 @@ export class MissingSearchAttributesError extends Error {
   ) {
     const commands = MOCKWORLD_SEARCH_ATTRIBUTES.filter((a) => missing.includes(a.name)).map(
       (a) =>
-        `  temporal operator search-attribute create --namespace ${namespace} --name ${a.name} --type ${cliType(a.type)}`,
+        `  temporal operator search-attribute create --namespace ${namespace} --name ${a.name} --type ${pascalCaseOf(a.type)}`,
     );
     super(
       `namespace ${namespace} lacks mockworld's search attributes ${missing.join(', ')}: every run's ` +
@@ -79,11 +80,6 @@ export class MissingSearchAttributesError extends Error {
       { cause },
     );
   }
-}
-
-/** `KEYWORD_LIST` -> `KeywordList`, as the Temporal CLI spells types. */
-function cliType(type: string): string {
-  return type.toLowerCase().replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
 }
 
 function errorText(error: unknown): string {
