@@ -42,53 +42,61 @@ export function gatewayCompleter(baseUrl: string, authorization?: string): CallC
     const body = JSON.stringify({ call: wire, responseFormat } satisfies GatewayRequest);
     return new Promise<ChatResult>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const request = transport.request(
-        url,
-        {
-          method: 'POST',
-          agent,
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-            ...(authorization ? { authorization } : {}),
+      send(true);
+      function send(mayResend: boolean): void {
+        const request = transport.request(
+          url,
+          {
+            method: 'POST',
+            agent,
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+              ...(authorization ? { authorization } : {}),
+            },
           },
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', reject);
-          response.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown;
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              return reject(
-                new ModelGatewayError(url.origin, `answered ${response.statusCode}: ${text.slice(0, 300)}`),
-              );
-            }
-            if (response.statusCode === 200) resolve(parsed as ChatResult);
-            else reject(toError((parsed as { error?: GatewayError }).error, url.origin, response.statusCode));
-          });
-        },
-      );
-      const onAbort = () => {
-        request.destroy();
-        reject(signal!.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      request.on('close', () => signal?.removeEventListener('abort', onAbort));
-      request.on('error', (error: NodeJS.ErrnoException) => {
-        if (signal?.aborted) return;
-        reject(
-          new ModelGatewayError(
-            url.origin,
-            `unreachable (${error.code ?? error.message}); ` +
-              'start it with `mockworld gateway` or unset MOCKWORLD_MODEL_GATEWAY_URL',
-          ),
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (chunk: Buffer) => chunks.push(chunk));
+            response.on('error', reject);
+            response.on('end', () => {
+              const text = Buffer.concat(chunks).toString('utf8');
+              let parsed: unknown;
+              try {
+                parsed = JSON.parse(text);
+              } catch {
+                return reject(
+                  new ModelGatewayError(url.origin, `answered ${response.statusCode}: ${text.slice(0, 300)}`),
+                );
+              }
+              if (response.statusCode === 200) resolve(parsed as ChatResult);
+              else
+                reject(toError((parsed as { error?: GatewayError }).error, url.origin, response.statusCode));
+            });
+          },
         );
-      });
-      request.end(body);
+        const onAbort = () => {
+          request.destroy();
+          reject(signal!.reason);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        request.on('close', () => signal?.removeEventListener('abort', onAbort));
+        request.on('error', (error: NodeJS.ErrnoException) => {
+          if (signal?.aborted) return;
+          // A kept-alive socket the gateway closed as idle just as this request was written: the
+          // gateway never read it, so it is sent once more on a fresh connection (Node's documented
+          // `reusedSocket` case). Any other reset is reported.
+          if (mayResend && request.reusedSocket && error.code === 'ECONNRESET') return send(false);
+          reject(
+            new ModelGatewayError(
+              url.origin,
+              `unreachable (${error.code ?? error.message}); ` +
+                'start it with `mockworld gateway` or unset MOCKWORLD_MODEL_GATEWAY_URL',
+            ),
+          );
+        });
+        request.end(body);
+      }
     });
   };
 }
