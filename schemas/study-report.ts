@@ -11,7 +11,7 @@ export const MATCHED_BUDGETS = [4, 8, 16, 32] as const;
 /** One matched-budget bucket B. */
 export type MatchedBudget = (typeof MATCHED_BUDGETS)[number];
 
-/** A score is a fraction in [0, 1] (mean@8: mean fraction correct over 8 samples per question). */
+/** A score is a fraction in [0, 1] (mean@k: mean fraction correct over k samples per question). */
 const Fraction = z.number().min(0).max(1);
 
 /** One evaluated SFT run: budget r, training seed, score. */
@@ -20,7 +20,7 @@ export const ScoreSampleSchema = z.object({
   r: z.number().int().positive(),
   /** Training seed of the SFT run (the seed uses n = 3 per cell). */
   seed: z.number().int().nonnegative(),
-  /** mean@8 of the run, as a fraction in [0, 1]. */
+  /** mean@k of the run, as a fraction in [0, 1]. */
   score: Fraction,
 });
 export type ScoreSample = z.infer<typeof ScoreSampleSchema>;
@@ -73,6 +73,8 @@ export const StudyReportInputSchema = z
   .object({
     /** Report heading, e.g. the run id and domain. */
     title: z.string().min(1),
+    /** k of mean@k: the samples per test question each score averages (seed: 8). */
+    samplesPerQuestion: z.number().int().positive().default(8),
     /** The RS reference protocol id that gaps are measured against. */
     referenceProtocol: z.string().min(1).default('rs'),
     /** Held-out protocol: fit on r ≤ trainMaxR, forecast targetR (seed: 16 → 32). */

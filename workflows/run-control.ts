@@ -54,8 +54,13 @@ export function continueRun<F extends Workflow>(...args: Parameters<F>): Promise
  */
 export class RunControl {
   private paused = false;
-  /** Set while the run is paused because it reached its budget. */
-  private budgetReason: string | undefined;
+  /**
+   * Set while the run paused itself: why, and whether resuming checks the cause again first (a
+   * budget is compared again; a judge found unreliable was seen by whoever resumed).
+   */
+  private selfPause: { reason: string; recheck: boolean } | undefined;
+  /** Standing warnings shown in the Temporal UI's details (e.g. a judge that failed its controls). */
+  private warnings: string[] = [];
   private status: RunStatus;
 
   constructor(kind: string, total: number) {
@@ -68,7 +73,7 @@ export class RunControl {
         if (!(typeof usd === 'number' && Number.isFinite(usd) && usd > 0)) return; // ignored, not a failure
         upsertMemo({ [BUDGET_MEMO]: usd });
         // Resume to check again at the safe point: still over it, the run pauses again, saying so.
-        if (this.budgetReason !== undefined) this.resumeRun();
+        if (this.selfPause?.recheck) this.resumeRun();
       },
       { description: budgetSignal.description },
     );
@@ -104,23 +109,42 @@ export class RunControl {
         const runId = workflowInfo().workflowId;
         const { costUsd } = await runSpend({ runId });
         if (costUsd >= budget) {
-          this.budgetReason =
+          await this.pauseFor(
             `budget reached: spent ${money(costUsd)} of ${money(budget)}; raise it with ` +
-            `\`mockworld budget ${runId} <usd>\` (or the 'budget' signal), then it resumes`;
-          this.status = { ...this.status, stage: this.budgetReason };
-          this.pause();
-          await recordRunPause({ runId, reason: this.budgetReason });
+              `\`mockworld budget ${runId} <usd>\` (or the 'budget' signal), then it resumes`,
+            true,
+          );
         }
       }
       if (!this.paused) return;
       await condition(() => !this.paused);
-      if (this.budgetReason !== undefined) {
-        this.budgetReason = undefined;
+      if (this.selfPause !== undefined) {
+        const { recheck } = this.selfPause;
+        this.selfPause = undefined;
         await recordRunPause({ runId: workflowInfo().workflowId, reason: null });
-        continue; // check the (new) budget again before any work
+        if (recheck) continue; // check the (new) budget again before any work
       }
       return;
     }
+  }
+
+  /**
+   * Pauses the run itself, as the \`pause\` signal would, and records why (the stage, the Temporal
+   * UI's details, \`mockworld status\`); it holds at its next safe point until resumed. With
+   * \`recheck\`, resuming checks the budget again first.
+   */
+  async pauseFor(reason: string, recheck = false): Promise<void> {
+    this.selfPause = { reason, recheck };
+    this.status = { ...this.status, stage: reason };
+    this.pause();
+    await recordRunPause({ runId: workflowInfo().workflowId, reason });
+  }
+
+  /** Adds a standing warning to the run's details in the Temporal UI (once per text). */
+  warn(text: string): void {
+    if (this.warnings.includes(text)) return;
+    this.warnings.push(text);
+    this.showDetails();
   }
 
   /** True while a pause is in effect. */
@@ -136,7 +160,14 @@ export class RunControl {
   /** Records progress; the search attribute is updated only when the rounded fraction moves. */
   progress(done: number, stage: string, counts?: Record<string, number>): void {
     const before = this.fraction();
-    this.status = { ...this.status, done, stage, counts: counts ?? this.status.counts };
+    // While the run holds for a reason of its own, that reason stays its stage.
+    const held = this.paused && this.selfPause !== undefined;
+    this.status = {
+      ...this.status,
+      done,
+      stage: held ? this.selfPause!.reason : stage,
+      counts: counts ?? this.status.counts,
+    };
     const after = this.fraction();
     if (after !== before) upsertSearchAttributes([{ key: MockworldProgress, value: after }]);
     this.showDetails();
@@ -155,7 +186,8 @@ export class RunControl {
     const { kind, state, done, total, stage } = this.status;
     const url = workflowInfo().memo?.[VIEWER_MEMO];
     const lines = [`**${kind}** · ${state} · ${total ? `${done}/${total}` : done} · ${stage}`];
-    if (this.budgetReason !== undefined && this.paused) lines.push('', `Paused: ${this.budgetReason}`);
+    if (this.selfPause !== undefined && this.paused) lines.push('', `Paused: ${this.selfPause.reason}`);
+    for (const warning of this.warnings) lines.push('', `⚠ ${warning}`);
     if (typeof url === 'string') lines.push('', `[Open this run in the mockworld viewer](${url})`);
     setCurrentDetails(lines.join('\n'));
   }

@@ -1,6 +1,7 @@
 import {
   executeChild,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -8,6 +9,7 @@ import {
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import { studyCells, studyStreams, type Cell } from '../activities/study/grid.js';
+import type { JudgeStanding } from '../activities/study/judge-standing.js';
 import type { ScalingStudySpec } from '../schemas/scaling-study-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
@@ -20,6 +22,7 @@ import { endRunOnError } from './run-end.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const study = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
+const { checkStudyJudge } = proxyActivities<MockworldActivities>(SHORT_ACTIVITY);
 
 /** What a finished study returns; tables and plots are in its report. */
 export interface StudySummary {
@@ -28,6 +31,13 @@ export interface StudySummary {
   readonly alreadyDone: number;
   readonly failed: number;
   readonly reportPath: string;
+  /** Whether the figures can be believed: the judge's control pass rate, who decided, toy roles. */
+  readonly judge?: {
+    readonly unreliable: boolean;
+    readonly controlPassRate: number | null;
+    readonly reason: string | null;
+    readonly toyLabels: readonly string[];
+  };
 }
 
 /**
@@ -58,7 +68,15 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       counts(),
     );
 
-  const run: StudyRun = { studyId, spec, control, states, report, streamDone: () => void streamsDone++ };
+  const run: StudyRun = {
+    studyId,
+    spec,
+    control,
+    states,
+    report,
+    streamDone: () => void streamsDone++,
+    judgePaused: false,
+  };
 
   // Outside the try: a run that could not claim its id must not write the end of another's.
   linkViewer(await recordRunStart({ runId: studyId, kind: 'ScalingStudy', spec }));
@@ -71,6 +89,7 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       personas: spec.protocols.includes('persona') ? spec.personas : undefined,
     });
     await sampleStreams(run, streams);
+    await watchJudge(run);
 
     const done = new Set(await study.finishedCells({ studyId }));
     for (const id of done) if (id in states) states[id] = 'done';
@@ -87,6 +106,7 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       alreadyDone: done.size,
       failed,
       reportPath: written.reportPath,
+      ...believability(written.summary.judge),
     };
     await recordRunFinish({
       runId: studyId,
@@ -101,6 +121,13 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
   }
 }
 
+/** The summary's judge field, from the report's standing (absent in histories from before it). */
+function believability(judge: JudgeStanding | undefined): Pick<StudySummary, 'judge'> {
+  if (!judge) return {};
+  const { unreliable, controlPassRate, reason, toyLabels } = judge;
+  return { judge: { unreliable, controlPassRate, reason, toyLabels } };
+}
+
 /** What the phases of one study share: its id, spec, control, the cells' states and its progress. */
 interface StudyRun {
   readonly studyId: string;
@@ -110,6 +137,25 @@ interface StudyRun {
   readonly report: (stage: string) => void;
   /** Counts one more teacher stream sampled. */
   readonly streamDone: () => void;
+  /** The study paused itself once for an unreliable judge (whoever resumed it has seen why). */
+  judgePaused: boolean;
+}
+
+/**
+ * Checks the judge's controls so far (after sampling, after each cell): a judge that fails them
+ * is named in the run's details in the Temporal UI, as is every toy role; with `onUnreliable:
+ * pause` the study also pauses itself once, before its next cell, saying why.
+ */
+async function watchJudge(run: StudyRun): Promise<void> {
+  if (!patched('study-judge-controls')) return;
+  const standing = await checkStudyJudge({ studyId: run.studyId });
+  for (const label of standing.toyLabels) run.control.warn(`Toy figures. ${label}`);
+  if (!standing.reason) return;
+  run.control.warn(standing.reason);
+  if (run.spec.judgeControls.onUnreliable === 'pause' && !run.judgePaused) {
+    run.judgePaused = true;
+    await run.control.pauseFor(`${standing.reason}; resume to go on regardless`);
+  }
 }
 
 /** Samples every teacher stream at once, one StudySampling child each (RS also derives repair/embedding). */
@@ -141,13 +187,13 @@ function runCells(run: StudyRun, pending: readonly Cell[]): Promise<(CellResult 
     await control.untilResumed();
     states[cell.cellId] = 'running';
     report('training and evaluating cells');
+    let result: CellResult;
     try {
-      const result = await executeChild(StudyCell, {
+      result = await executeChild(StudyCell, {
         workflowId: `${studyId}-cell-${cell.cellId}`,
         args: [{ studyId, cell, spec }],
       });
       states[cell.cellId] = 'done';
-      return result;
     } catch (error) {
       if (isCancellation(error)) throw error;
       states[cell.cellId] = 'failed'; // recorded in the child's history; the report lists it
@@ -155,5 +201,7 @@ function runCells(run: StudyRun, pending: readonly Cell[]): Promise<(CellResult 
     } finally {
       report('training and evaluating cells');
     }
+    await watchJudge(run);
+    return result;
   });
 }

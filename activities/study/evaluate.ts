@@ -3,6 +3,7 @@ import type { ModelEndpoint, ModelRole, Sampling } from '../../schemas/model-end
 import { isOversized } from '../llm/answer-bounds.js';
 import type { ModelClient } from '../llm/index.js';
 import { gradeAnswer } from './judge.js';
+import { controlTheJudge, judgeCheck, type JudgeCheck } from './judge-controls.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
 import { questionsOf } from './questions.js';
 import { storableText } from '../store/storable.js';
@@ -32,6 +33,8 @@ export interface CellEvaluation {
   readonly judgeFailures: number;
   /** Answers that stopped at `sampling.maxTokens` (graded as they are): a cap that cuts answers shows here. */
   readonly truncated: number;
+  /** Who decided the cell's verdicts, and the judge's controls on the questions it was asked about. */
+  readonly judgeCheck: JudgeCheck;
 }
 
 /**
@@ -69,6 +72,7 @@ export async function evaluateCell(
       }),
     ),
   );
+  await controlTheJudge(models, pool, input, { cellId: input.cellId });
   const result = await cellScore(pool, input);
   await pool.query(
     `UPDATE study_cells SET score = $3, evaluated = $4, finished_at = now() WHERE study_id = $1 AND cell_id = $2`,
@@ -138,5 +142,6 @@ async function cellScore(pool: pg.Pool, input: EvaluateCellInput): Promise<CellE
     judged: rows[0]?.judged ?? 0,
     judgeFailures: rows[0]?.failed ?? 0,
     truncated: rows[0]?.truncated ?? 0,
+    judgeCheck: await judgeCheck(pool, input.studyId, input.cellId),
   };
 }

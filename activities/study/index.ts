@@ -14,6 +14,7 @@ import { evaluateCell, type EvaluateCellInput } from './evaluate.js';
 import { evolveQuestion, type EvolveQuestionInput } from './evolve.js';
 import type { Cell } from './grid.js';
 import { loadQuestions } from './questions.js';
+import { studyJudgeStanding } from './judge-standing.js';
 import { repairQuestion, type RepairQuestionInput } from './repair.js';
 import { writeStudyReport } from './report.js';
 import { sampleQuestion, type SampleQuestionInput } from './sampling.js';
@@ -108,6 +109,11 @@ export function createStudyActivities(databaseUrl: string, models: ModelClient) 
 
     async finishedCells(input: { studyId: string }) {
       return finishedCells(pool(), input.studyId);
+    },
+
+    /** Whether the study's judge can be believed so far (its controls) and which roles are toys. */
+    async checkStudyJudge(input: { studyId: string }) {
+      return studyJudgeStanding(pool(), input.studyId);
     },
 
     /** Fits and writes report.md and the SVG plots from the evaluated cells. */

@@ -3,6 +3,7 @@ import type { ModelRole } from '../../schemas/model-endpoint.js';
 import { StructuredOutputRejectedError } from '../llm/errors.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
+import { ensureJudgeControls } from './judge-controls.js';
 import { judgeResponse } from './judge.js';
 import { REPAIR_SCHEMA_NAME, RepairOutputSchema } from '../../schemas/trace-repair.js';
 import { composeRepairTrace, repairPrompt } from './protocols/repair.js';
@@ -48,6 +49,7 @@ export async function repairQuestion(
   );
   let correct = 0;
   let rejected = 0;
+  let askedJudge = false;
   for (const { attempt, response } of wrong) {
     let repair;
     try {
@@ -84,6 +86,7 @@ export async function repairQuestion(
       exactMatch: input.exactMatch,
     });
     if (verdict.correct) correct++;
+    askedJudge ||= verdict.judgedBy !== 'exact';
     await pool.query(
       `INSERT INTO study_repairs (study_id, question_id, attempt, trace, revised, correct)
        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
@@ -96,6 +99,13 @@ export async function repairQuestion(
         verdict.correct,
       ],
     );
+  }
+  if (askedJudge) {
+    await ensureJudgeControls(models, pool, {
+      studyId: input.studyId,
+      judge: input.judge,
+      questionIds: [input.questionId],
+    });
   }
   return { repaired: wrong.length - rejected, correct, rejected };
 }

@@ -7,6 +7,8 @@ import { intrinsicMetrics } from './analysis/intrinsic.js';
 import { renderStudyReport } from './analysis/report.js';
 import { renderChartSvg } from '../charts/render.js';
 import { sweepMeanGap } from './analysis/gap.js';
+import { judgeCheck } from './judge-controls.js';
+import { standingMarkdown, studyJudgeStanding, type JudgeStanding } from './judge-standing.js';
 import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from '../../schemas/study-report.js';
 
 /** Budget whose pool the intrinsic metrics are measured on (seed 002 reports r = 8). */
@@ -82,8 +84,13 @@ export async function studyReportInput(pool: pg.Pool, studyId: string): Promise<
     .filter((c) => c.protocol === 'rs' && (MATCHED_BUDGETS as readonly number[]).includes(c.pool * c.budget))
     .map((c) => ({ q: c.pool as 1 | 2 | 4, r: c.budget, seed: c.seed, score: c.score! }));
   const pools = new Set(matchedBudget.map((m) => m.q));
+  const { rows: runs } = await pool.query<{ samples: number | null }>(
+    `SELECT (spec->'evaluation'->>'samples')::int AS samples FROM runs WHERE run_id = $1`,
+    [studyId],
+  );
   return {
     title: `Scaling study ${studyId}`,
+    samplesPerQuestion: runs[0]?.samples ?? 8,
     curves,
     // The matched-budget comparison needs more than the full pool.
     matchedBudget: pools.size > 1 ? matchedBudget : undefined,
@@ -96,7 +103,15 @@ export interface WrittenStudyReport {
   readonly summary: {
     readonly evaluatedCells: number;
     readonly protocols: Record<string, { budgets: number[]; bestMeanPct: number | null }>;
+    /** Whether the figures can be believed: the judge's controls and the toy roles. */
+    readonly judge: JudgeStanding;
   };
+}
+
+/** A report's markdown with the standing right under its title, where no reader misses it. */
+function withStanding(markdown: string, standing: JudgeStanding): string {
+  const [title, ...rest] = markdown.split('\n');
+  return [title, standingMarkdown(standing), ...rest].join('\n');
 }
 
 /**
@@ -109,20 +124,23 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
   await mkdir(dir, { recursive: true });
   const reportPath = path.join(dir, 'report.md');
   const input = await studyReportInput(pool, studyId);
+  const judge = await studyJudgeStanding(pool, studyId);
   if (!input) {
     await writeAtomically(
       reportPath,
-      `# Scaling study ${studyId}\n\n${await noScoreReason(pool, studyId)}\n` +
+      withStanding(`# Scaling study ${studyId}\n\n${await noScoreReason(pool, studyId)}\n`, judge) +
         (await cellsSection(pool, studyId)),
     );
-    return { reportPath, summary: { evaluatedCells: 0, protocols: {} } };
+    return { reportPath, summary: { evaluatedCells: 0, protocols: {}, judge } };
   }
   const report = renderStudyReport(input);
   for (const figure of report.figures)
     await writeAtomically(path.join(dir, figure.fileName), await renderChartSvg(figure.spec));
   await writeAtomically(
     reportPath,
-    report.markdown + questionSynthesisSection(input) + (await cellsSection(pool, studyId)),
+    withStanding(report.markdown, judge) +
+      questionSynthesisSection(input) +
+      (await cellsSection(pool, studyId)),
   );
   const protocols: WrittenStudyReport['summary']['protocols'] = {};
   for (const analysis of report.analyses) {
@@ -137,7 +155,7 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
     [studyId],
   );
   const evaluatedCells = rows[0]!.n;
-  return { reportPath, summary: { evaluatedCells, protocols } };
+  return { reportPath, summary: { evaluatedCells, protocols, judge } };
 }
 
 /**
@@ -213,17 +231,22 @@ async function cellsSection(pool: pg.Pool, studyId: string): Promise<string> {
     '## Cells',
     '',
     'mean@k is over the judged samples; samples the judge could not grade (recorded in llm_rejections) are',
-    'counted apart, never scored.',
+    'counted apart, never scored. "by checker / judge": verdicts the deterministic checker and the LLM judge',
+    'decided; "controls": the judge\'s control answers passed on the questions it was asked about.',
     '',
-    '| cell | examples | questions | steps | last loss | mean@k (%) | judged | judge failures |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...rows.map(
-      (r) =>
-        `| ${r.cell_id} | ${value(r.examples)} | ${value(r.questions)} | ${value(r.steps)} | ${
-          r.loss === null ? '—' : Number(r.loss).toFixed(3)
-        } | ${r.score === null ? '—' : (100 * r.score).toFixed(2)} | ${r.judged} | ${r.failed} |`,
-    ),
+    '| cell | examples | questions | steps | last loss | mean@k (%) | judged | judge failures | by checker / judge | controls |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
+  for (const r of rows) {
+    const check = await judgeCheck(pool, studyId, r.cell_id);
+    lines.push(
+      `| ${r.cell_id} | ${value(r.examples)} | ${value(r.questions)} | ${value(r.steps)} | ${
+        r.loss === null ? '—' : Number(r.loss).toFixed(3)
+      } | ${r.score === null ? '—' : (100 * r.score).toFixed(2)} | ${r.judged} | ${r.failed} | ${
+        check.decidedBy.checker
+      } / ${check.decidedBy.judge} | ${check.controls === 0 ? '—' : `${check.controlsPassed}/${check.controls}`} |`,
+    );
+  }
   return `${lines.join('\n')}\n`;
 }
 

@@ -5,6 +5,7 @@ import type { ChatCompletionMessageParam, ModelClient } from '../llm/index.js';
 import type { Stream } from './grid.js';
 import { StudyInputError } from './errors.js';
 import { gradeAnswer } from './judge.js';
+import { controlTheJudge } from './judge-controls.js';
 import { choosePersona, personaSystemMessage } from './protocols/persona.js';
 import { teacherPrompt } from './protocols/teacher-prompt.js';
 import { questionById } from './questions.js';
@@ -118,6 +119,7 @@ export async function sampleQuestion(
     await Promise.all(missing.map(attempt));
     onProgress({ attempts: done.size, accepted: accepted() });
   }
+  await controlTheJudge(models, pool, input, { stream: input.stream.name, questionId: input.questionId });
   return { attempts: done.size, accepted: accepted(), exhausted: accepted() < input.accepted };
 }
 

@@ -18,6 +18,7 @@ import { runHeader, runsPage, usageSection, type TemporalUi } from './runs-page.
 import { findRun, listRuns, usageByRole } from './runs-queries.js';
 import { studyPage } from './study-page.js';
 import { studyAnalyses, studyCells } from './study-queries.js';
+import { studyJudgeStanding } from '../../activities/study/judge-standing.js';
 import { synthesisRunPage, taskPage } from './synthesis-pages.js';
 import { findTask, listTasks, taskFacets, taskMapping } from './synthesis-queries.js';
 import { iterationPage, trainingRunPage } from './training-pages.js';
@@ -94,11 +95,12 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
           await trainingRunPage({ run, ui, iterations: await readIterationMetrics(pool, run.runId), usage }),
         );
       case 'ScalingStudy': {
-        const [cells, analyses] = await Promise.all([
+        const [cells, analyses, standing] = await Promise.all([
           studyCells(pool, run.runId),
           studyAnalyses(pool, run.runId),
+          studyJudgeStanding(pool, run.runId),
         ]);
-        return c.html(await studyPage({ run, ui, cells, analyses, usage }));
+        return c.html(await studyPage({ run, ui, cells, analyses, standing, usage }));
       }
       case 'Evaluation':
         return c.html(

@@ -49,6 +49,7 @@ th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-al
 th { background: #f0f2f5; }
 pre { margin: 0; white-space: pre-wrap; word-break: break-word; font-size: 12px; }
 .meta { color: #555; font-size: 13px; }
+.warning { background: #fff4e5; border-left: 4px solid #d9822b; padding: 6px 10px; font-weight: 600; }
 .state.completed { color: #137333; } .state.failed { color: #b3261e; } .state.running { color: #1a56db; } .state.paused { color: #a15c00; }
 .filters a.facet { margin-right: 8px; } .filters a.active { font-weight: 700; text-decoration: none; color: #000; }
 blockquote { background: #fff; border-left: 4px solid #1a56db; margin: 4px 0; padding: 6px 10px; }

@@ -1,5 +1,6 @@
 import { curveChartSpec } from '../../activities/charts/study-charts.js';
 import type { ProtocolAnalysis } from '../../activities/study/analysis/report.js';
+import type { JudgeStanding } from '../../activities/study/judge-standing.js';
 import { chart, html, num, page, section, table, type Fragment } from './html.js';
 import { runHeader, usageSection, type TemporalUi } from './runs-page.js';
 import type { RoleUsageRow } from './runs-queries.js';
@@ -94,16 +95,49 @@ function fitSection(title: string, a: ProtocolAnalysis, index: number): Fragment
   </article>`;
 }
 
+/**
+ * Whether the study's figures can be believed, above everything else on the page: a judge that
+ * failed its controls and every toy role, then who decided the verdicts and the control figure.
+ */
+function standingSection(standing: JudgeStanding): Fragment {
+  const { decidedBy, controls, controlsPassed, controlPassRate, minPassRate } = standing;
+  const warnings = [
+    ...(standing.reason ? [standing.reason] : []),
+    ...standing.toyLabels.map((label) => `Toy figures. ${label}`),
+  ];
+  return section(
+    'Can these figures be believed?',
+    html`${warnings.map((w) => html`<p class="warning" role="alert">${w}</p>`)}
+      ${table(
+        ['verdicts decided by', 'count'],
+        [
+          ['the deterministic checker', decidedBy.checker],
+          ['the LLM judge', decidedBy.judge],
+          ['nobody: judge failed (never scored)', decidedBy.judgeFailed],
+        ],
+      )}
+      <p class="meta">
+        ${
+          controlPassRate === null
+            ? 'Judge controls: none graded (the LLM judge decided no verdict).'
+            : `Judge controls: ${controlsPassed} of ${controls} passed (${pct(controlPassRate, 0)}; threshold ${pct(minPassRate, 0)}).`
+        }
+      </p>`,
+    'standing',
+  );
+}
+
 /** A scaling study: the grid of cells and, per protocol, its fit and forecasts. */
 export function studyPage(input: {
   run: { runId: string; kind: string; state: string };
   ui: TemporalUi;
   cells: readonly CellRow[];
   analyses: readonly ProtocolAnalysis[];
+  standing: JudgeStanding;
   usage: readonly RoleUsageRow[];
 }): Fragment {
   const { run } = input;
-  const body = html`${runHeader(run, input.ui)}
+  const body = html`${runHeader(run, input.ui)} ${standingSection(input.standing)}
   ${section(`Grid (${input.cells.length} cells)`, input.cells.length ? grid(input.cells) : html`<p>No cell has started.</p>`, 'grid')}
   ${section(
     'Fits and forecasts',

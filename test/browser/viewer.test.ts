@@ -157,6 +157,12 @@ describe('the viewer in a browser', () => {
     await page.goto(`${viewer.url}/runs/${data.studyId}`);
     expect(await page.locator('table.grid').innerText()).toMatch(/s0: evaluated 29\.\d%/);
     expect(await page.locator('table.grid').innerText()).toContain('s0: training');
+    // Above the figures: whether they can be believed (no judge decided anything here).
+    const standing = page.locator('#standing');
+    expect(await standing.innerText()).toContain('Judge controls: none graded');
+    expect(await standing.locator('.warning').first().innerText()).toMatch(
+      /^Toy figures\. teacher: embedded/,
+    );
     const fit = page.locator('article.fit[data-protocol="rs"]');
     expect(await fit.locator('.law').innerText()).toMatch(/P∞ = 60\.\d\d%/);
     expect(await fit.locator('table.forecasts').innerText()).toMatch(/Carry/);

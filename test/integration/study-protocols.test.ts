@@ -214,6 +214,12 @@ function script(request: ScriptedRequest): string {
       if (prompt.includes('JUDGE:GARBAGE')) {
         return request.body.messages.length > 1 ? 'Probably correct, I think.' : 'Let me think about that.';
       }
+      // A control (issue 36): the question's reference or a wrong answer, graded honestly.
+      const control =
+        /<Gold Target Begin>:\s*(.*?)\s*<Gold Target End>[\s\S]*\\boxed\{(.*?)\}\.\s*<Predicted End>/.exec(
+          prompt,
+        );
+      if (control && !prompt.includes('Attempt ')) return control[1] === control[2] ? 'CORRECT' : 'INCORRECT';
       return 'UNEXPECTED JUDGE CALL';
     }
     case 'trace-repairer': {
@@ -436,8 +442,20 @@ describe('scaling-study protocols, activity by activity', () => {
       p2: { attempts: 6, accepted: 4, exhausted: false },
     });
     // One teacher call per attempt; the judge only for the 4 undecidable answers (+1 reminder and
-    // +1 repair of it each for the 2 unreadable verdicts).
-    expect(made).toEqual({ ...none, teacher: 3 + 6 + 6 + 3 + 3 + 6, judge: 1 + 1 + 3 + 3 });
+    // +1 repair of it each for the 2 unreadable verdicts), and 2 controls for each of the 3
+    // questions it was asked about (m2, p1, p2).
+    expect(made).toEqual({ ...none, teacher: 3 + 6 + 6 + 3 + 3 + 6, judge: 1 + 1 + 3 + 3 + 3 * 2 });
+    const { rows: controls } = await pool.query(
+      `SELECT question_id, kind, expected, verdict FROM study_judge_controls WHERE study_id = $1
+        ORDER BY question_id, kind`,
+      [RS],
+    );
+    expect(controls.map((c) => [c.question_id, c.kind, c.expected === c.verdict])).toEqual(
+      ['m2', 'p1', 'p2'].flatMap((q) => [
+        [q, 'reference', true],
+        [q, 'wrong', true],
+      ]),
+    );
 
     const rows = await attempts(RS, 'rs');
     const verdicts = Object.fromEntries(rows.map((r) => [key(r), [r.correct, r.judged_by]]));
@@ -982,7 +1000,8 @@ describe('scaling-study protocols, activity by activity', () => {
     const id = 'study-report';
     expect(studyDirectory(id)).toBe(path.join(dir, 'studies', id));
     const empty = await writeStudyReport(pool, id);
-    expect(empty.summary).toEqual({ evaluatedCells: 0, protocols: {} });
+    expect(empty.summary).toMatchObject({ evaluatedCells: 0, protocols: {} });
+    expect(empty.summary.judge).toMatchObject({ controlPassRate: null, unreliable: false });
     expect(await readFile(empty.reportPath, 'utf8')).toContain('No cell has been evaluated yet.');
 
     // Evaluated, but the judge graded no sample: the report says so instead of "not evaluated".

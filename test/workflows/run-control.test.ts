@@ -95,4 +95,31 @@ describe('RunControl under time skipping', () => {
       expect(pauses).toEqual([paused.stage, null]); // and recorded as running again
     });
   });
+  it('pauses itself for a named reason, holds through a budget raise, and goes on once resumed', async () => {
+    const pauses: (string | null)[] = [];
+    const ledger = {
+      runSpend: async () => ({ costUsd: 0, calls: 0 }),
+      recordRunPause: async ({ reason }: { reason: string | null }) => {
+        pauses.push(reason);
+      },
+    };
+    const reason = 'judge unreliable: it graded 3 of 6 control answers right';
+    await withWorker(ledger, async (taskQueue) => {
+      const handle = await env.client.workflow.start('SelfPausingUnits', {
+        args: [3, 1, reason],
+        taskQueue,
+        workflowId: `self-paused-${randomBytes(4).toString('hex')}`,
+      });
+      await env.sleep('3 hours');
+      expect(await handle.query(statusQuery)).toMatchObject({ state: 'paused', done: 1, stage: reason });
+      expect(pauses).toEqual([reason]);
+      // A budget raise resumes only a budget pause; this one waits for whoever read the reason.
+      await handle.signal(budgetSignal, 5);
+      await env.sleep('1 hour');
+      expect(await handle.query(statusQuery)).toMatchObject({ state: 'paused', done: 1 });
+      await handle.signal(resumeSignal);
+      expect(await handle.result()).toBe(3);
+      expect(pauses).toEqual([reason, null]);
+    });
+  });
 });

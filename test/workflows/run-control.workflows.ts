@@ -15,3 +15,19 @@ export async function ControlledUnits(units: number): Promise<number> {
   control.setState('completed');
   return units;
 }
+
+/**
+ * ControlledUnits that pauses itself after `pauseAfter` units, for `reason`, as a study does when
+ * its judge fails its controls.
+ */
+export async function SelfPausingUnits(units: number, pauseAfter: number, reason: string): Promise<number> {
+  const control = new RunControl('SelfPausingUnits', units);
+  for (let done = 0; done < units; done++) {
+    await control.untilResumed();
+    await sleep('10 minutes');
+    control.progress(done + 1, `unit ${done + 1}`);
+    if (done + 1 === pauseAfter) await control.pauseFor(reason);
+  }
+  control.setState('completed');
+  return units;
+}

@@ -145,7 +145,7 @@ export function renderStudyReport(input: StudyReportInput): StudyReport {
   const analyses = analyzeStudy(data);
   const md: string[] = [`# ${data.title}`, ''];
   md.push(
-    'Scores are mean@8 in %, mean ± sample std over training seeds. Errors and gaps are in percentage points (pp).',
+    `Scores are mean@${data.samplesPerQuestion} in %, mean ± sample std over training seeds. Errors and gaps are in percentage points (pp).`,
     '',
   );
   md.push(...scoreSection(analyses));

@@ -8,7 +8,7 @@ import { AnalysisInputError } from '../errors.js';
 export interface CurvePoint {
   /** Per-question response budget r (> 0). */
   readonly r: number;
-  /** Score as a fraction in [0, 1] (mean@8 of one run, or a mean over runs). */
+  /** Score as a fraction in [0, 1] (mean@k of one run, or a mean over runs). */
   readonly score: number;
 }
 

@@ -2,7 +2,8 @@
  * Final answers of teacher and student responses (seed §4, App. 11.3): extraction of the final
  * answer, and the deterministic exact-match fast path that decides the easy cases before the LLM
  * judge is called. The fast path says `incorrect` only when no careful judge could call the
- * response correct; everything it cannot decide (expressions, units, text, hedged or missing
+ * response correct, or when a checkable question (numeric gold, or options) got no final answer
+ * though the prompt asks for one; everything it cannot decide (expressions, units, text, hedged or missing
  * answers, roundings) is `undecided`, and the caller asks the judge.
  */
 import { compactAnswer, stripMathMarkup } from './math-text.js';
@@ -196,7 +197,11 @@ function compareAnswer(gold: string, answer: string, options: readonly string[])
  *
  * Every `\boxed{}` of the response is a candidate: all of them `correct` → `correct`, all
  * `incorrect` → `incorrect`, otherwise `undecided` (a hedged `\boxed{3}` … `\boxed{4}` goes to the
- * judge). No final answer, or a `\boxed{` cut off before its closing brace → `undecided`.
+ * judge). A `\boxed{` cut off before its closing brace → `undecided`. No final answer at all:
+ * `incorrect` when the gold target is checkable ({@link checkableGold}: the prompt asks for a final answer, and a
+ * response that gives none has answered nothing a checker or a judge could credit — this is what
+ * keeps a model that writes noise from being graded by a judge that accepts noise), else
+ * `undecided`.
  */
 export function exactMatch(
   question: Pick<StudyQuestion, 'options'>,
@@ -205,7 +210,17 @@ export function exactMatch(
 ): FastVerdict {
   const options = optionsOf(question);
   const { boxes, found } = candidatesOf(response, options);
-  if (boxes.unterminated || found.length === 0) return 'undecided';
+  if (boxes.unterminated) return 'undecided';
+  if (found.length === 0) return checkableGold(question, gold) ? 'incorrect' : 'undecided';
   const verdicts = new Set(found.map((candidate) => compareAnswer(gold, candidate.text, options)));
   return verdicts.size === 1 ? [...verdicts][0]! : 'undecided';
+}
+
+/**
+ * Whether the deterministic checker can decide answers to this question: a multiple-choice
+ * question whose gold target names one option, or a free-answer question with a numeric gold.
+ */
+export function checkableGold(question: Pick<StudyQuestion, 'options'>, gold: string): boolean {
+  const options = optionsOf(question);
+  return options.length > 0 ? resolveOption(gold, options) !== null : parseNumericAnswer(gold) !== null;
 }

@@ -94,7 +94,8 @@ const FREE_ANSWER: readonly Row[] = [
   ['5 m/s', '\\boxed{5}', 'undecided', 'a gold with a unit'],
   ['5', '\\boxed{5\\text{ m/s}}', 'undecided', 'an answer with a unit'],
   ['3 1/2', '\\boxed{3.5}', 'undecided', 'a mixed number'],
-  ['5', 'I could not finish.', 'undecided', 'no final answer'],
+  ['5', 'I could not finish.', 'incorrect', 'no final answer to a numeric gold'],
+  ['Paris', 'I could not finish.', 'undecided', 'no final answer to a gold no checker reads'],
   ['5', 'so the result is \\boxed{5', 'undecided', 'a box cut off before its closing brace'],
   ['5', '\\boxed{4} is wrong, so \\boxed{5', 'undecided', 'a complete box before a cut-off one'],
   ['4', 'either \\boxed{3} or \\boxed{4}', 'undecided', 'a hedge between a wrong and a right box'],
@@ -122,7 +123,8 @@ const MULTIPLE_CHOICE: readonly Row[] = [
   ['B', '\\boxed{E}', 'undecided', 'a letter beyond the options'],
   ['B', '\\boxed{B and C}', 'undecided', 'several letters'],
   ['B', '\\boxed{b}', 'undecided', 'a lowercase lone letter may be a variable'],
-  ['B', 'It is one of them.', 'undecided', 'no final answer'],
+  ['B', 'It is one of them.', 'incorrect', 'no final answer'],
+  ['7/8', 'It is one of them.', 'undecided', 'no final answer to a gold that names no option'],
   ['7/8', '\\boxed{B}', 'undecided', 'a gold that names no option'],
 ];
 
