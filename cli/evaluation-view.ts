@@ -83,8 +83,10 @@ function renderMetrics(runId: string, status: string, m: EvaluationMetrics): str
     const o = m.bfclOverall;
     parts.push(
       '',
-      `BFCL-V4 multi-turn overall (unweighted mean of ${o.categories.length} categories${o.complete ? '' : ', INCOMPLETE: not all four'}): ` +
-        `${fixed(o.accuracy)} ${pct} ${interval(o.ci)}`,
+      !o.complete || o.accuracy === null || o.ci === null
+        ? `BFCL-V4 multi-turn overall: N/A (${o.missing.join(', ') || 'a category'} not evaluated; ` +
+            'the overall is the mean of all four categories)'
+        : `BFCL-V4 multi-turn overall (unweighted mean of the four categories): ${fixed(o.accuracy)} ${pct} ${interval(o.ci)}`,
     );
   }
   const terminations = m.groups.map((g) => ({ benchmark: g.benchmark, group: g.group, ...g.terminations }));

@@ -158,8 +158,18 @@ export const EvaluationMetricsSchema = z.object({
       configHashes: z.number(),
     }),
   ),
+  /**
+   * BFCL-V4 multi-turn overall: the unweighted mean of the four categories; with one missing it is
+   * N/A (accuracy and ci null, the missing ones named), never the mean of those present.
+   */
   bfclOverall: z
-    .object({ categories: z.array(z.string()), complete: z.boolean(), accuracy: z.number(), ci: interval })
+    .object({
+      categories: z.array(z.string()),
+      complete: z.boolean(),
+      missing: z.array(z.string()).default([]),
+      accuracy: z.number().nullable(),
+      ci: interval.nullable(),
+    })
     .nullable(),
   comparison: z
     .object({

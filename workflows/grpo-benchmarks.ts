@@ -93,7 +93,9 @@ export function benchmarkScores(evaluationId: string, metrics: EvaluationMetrics
       modelErrors: g.modelErrors,
     };
   }
-  if (metrics.bfclOverall) (scores['bfcl'] ??= {})['overall'] = metrics.bfclOverall.accuracy;
+  // A missing category leaves the overall N/A: it is not recorded rather than the others' mean.
+  const overall = metrics.bfclOverall?.accuracy;
+  if (overall !== undefined && overall !== null) (scores['bfcl'] ??= {})['overall'] = overall;
   return { evaluationId, ...scores };
 }
 

@@ -53,7 +53,13 @@ describe('mockworld report of an Evaluation run', () => {
         configHashes: 1,
       },
     ],
-    bfclOverall: { categories: ['multi_turn_base'], complete: false, accuracy: 0.5, ci: [0, 1] },
+    bfclOverall: {
+      categories: ['multi_turn_base'],
+      complete: false,
+      missing: ['multi_turn_miss_func', 'multi_turn_miss_param', 'multi_turn_long_context'],
+      accuracy: null,
+      ci: null,
+    },
     comparison: {
       against: 'eval-b',
       groups: [
@@ -87,7 +93,8 @@ describe('mockworld report of an Evaluation run', () => {
     ]);
     expect(stdout).toContain('pass^4');
     expect(stdout).toContain(
-      'BFCL-V4 multi-turn overall (unweighted mean of 1 categories, INCOMPLETE: not all four): 0.500',
+      'BFCL-V4 multi-turn overall: N/A (multi_turn_miss_func, multi_turn_miss_param, multi_turn_long_context ' +
+        'not evaluated; the overall is the mean of all four categories)',
     );
     expect(stdout).toContain('paired difference to eval-b');
     expect(stdout).toMatch(/tau2\s+airline\s+2\s+0\.250\s+\[0\.000, 0\.500\]\s+0\.50/);

@@ -103,9 +103,32 @@ describe('benchmarks in a GrpoTraining spec', () => {
       bootstrapSamples: 100,
       trials: 15,
       groups: [group('bfcl', 'multi_turn_base', 0.4, 1), group('tau2', 'retail', 0.5, 2)],
-      bfclOverall: { categories: ['multi_turn_base'], complete: false, accuracy: 0.4, ci: [0.3, 0.5] },
+      bfclOverall: {
+        categories: [
+          'multi_turn_base',
+          'multi_turn_miss_func',
+          'multi_turn_miss_param',
+          'multi_turn_long_context',
+        ],
+        complete: true,
+        missing: [],
+        accuracy: 0.4,
+        ci: [0.3, 0.5],
+      },
       comparison: null,
     };
+    // A missing category leaves no overall at all, never the mean of the others.
+    const incomplete = benchmarkScores('r-eval-step-2', {
+      ...metrics,
+      bfclOverall: {
+        categories: ['multi_turn_base'],
+        complete: false,
+        missing: ['x'],
+        accuracy: null,
+        ci: null,
+      },
+    });
+    expect(incomplete['bfcl']).not.toHaveProperty('overall');
     const scores = benchmarkScores('r-eval-step-2', metrics);
     expect(scores).toEqual({
       evaluationId: 'r-eval-step-2',

@@ -1,11 +1,14 @@
 """Scores as the benchmarks define them, from the stored trials.
 
-- Avg@k: the mean reward over every trial of every task (tau2's `avg_reward`; the seed paper's Avg@4).
+- Avg@k: the mean over tasks of each task's mean reward (the seed paper's Avg@4; tau2's `avg_reward`
+  when every task has k trials). With unequal trial counts a task with more trials weighs no more,
+  and the interval is over the same per-task means.
 - pass^k for k = 1..trials: per task tau2's own `pass_hat_k(n, successes, k)` (success is tau2's
   `is_successful`: reward 1 within 1e-6), averaged over tasks. BFCL has one trial officially; with
   more, the same estimator is applied to its valid/invalid outcomes.
-- BFCL multi-turn overall: the unweighted mean of the categories' accuracies (the leaderboard's
-  multi-turn column), reported as complete only when all four categories are present.
+- BFCL multi-turn overall: the unweighted mean of the four categories' accuracies (the leaderboard's
+  multi-turn column). With a category missing it is N/A (accuracy and interval null, the missing
+  ones named), never the mean of the categories present.
 - Confidence intervals: percentile bootstrap over tasks (trials of a task stay together), seeded.
 - Paired comparison: on the tasks both runs have, the mean per-task difference (this run minus the
   other) with a paired bootstrap interval over those tasks, and the two-sided p-value of a paired
@@ -68,14 +71,12 @@ def group_metrics(rewards_by_task: dict[str, list[float]], spec: SummarizeInput,
         ]
         pass_k[str(j)] = float(np.mean(per_task))
         pass_k_ci[str(j)] = bootstrap(per_task, np.mean, spec.bootstrap_samples, spec.confidence, rng)
-    # Avg@k weights every trial alike; with equal trials per task it is the mean of the task means,
-    # which is what the bootstrap resamples.
     return {
         "tasks": len(tasks),
         "trials": len(all_rewards),
         "k": k,
         "equalTrials": all(len(rewards_by_task[t]) == k for t in tasks),
-        "avgAtK": float(np.mean(all_rewards)),
+        "avgAtK": float(np.mean(per_task_mean)),
         "avgAtKCi": bootstrap(per_task_mean, np.mean, spec.bootstrap_samples, spec.confidence, rng),
         "passHatK": pass_k,
         "passHatKCi": pass_k_ci,
@@ -86,15 +87,18 @@ def bfcl_overall(grouped: dict, spec: SummarizeInput, rng) -> Optional[dict]:
     categories = [c for c in BFCL_CATEGORIES if ("bfcl", c) in grouped]
     if not categories:
         return None
+    missing = [c for c in BFCL_CATEGORIES if c not in categories]
+    if missing:
+        return {"categories": categories, "complete": False, "missing": missing, "accuracy": None, "ci": None}
     per_category = [[float(np.mean(v)) for v in grouped[("bfcl", c)].values()] for c in categories]
     draws = []
     for _ in range(spec.bootstrap_samples):
         draws.append(np.mean([np.mean(np.asarray(v)[rng.integers(0, len(v), len(v))]) for v in per_category]))
-    accuracy = [float(np.mean([r for rs in grouped[("bfcl", c)].values() for r in rs])) for c in categories]
     return {
         "categories": categories,
-        "complete": len(categories) == len(BFCL_CATEGORIES),
-        "accuracy": float(np.mean(accuracy)),
+        "complete": True,
+        "missing": [],
+        "accuracy": float(np.mean([np.mean(v) for v in per_category])),
         "ci": _interval(np.array(draws), spec.confidence),
     }
 

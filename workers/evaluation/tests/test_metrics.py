@@ -55,11 +55,33 @@ def test_pass_hat_k_and_avg_at_k_by_hand():
 
 
 def test_bfcl_overall_is_the_unweighted_mean_of_categories():
+    categories = ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"]
+    data = rows("bfcl", categories[0], {"x": [1], "y": [0]})
+    for category in categories[1:]:
+        data += rows("bfcl", category, {f"{category}-z": [1]})
+    overall = summarize(data, None, SPEC)["bfclOverall"]
+    assert overall["accuracy"] == pytest.approx((0.5 + 1.0 + 1.0 + 1.0) / 4)  # not 4/5, the trial-weighted mean
+    assert overall["complete"] is True and overall["missing"] == []
+    lo, hi = overall["ci"]
+    assert lo <= overall["accuracy"] <= hi
+
+
+def test_bfcl_overall_with_a_missing_category_is_not_the_mean_of_the_others():
     data = rows("bfcl", "multi_turn_base", {"x": [1], "y": [0]}) + rows("bfcl", "multi_turn_miss_func", {"z": [1]})
     overall = summarize(data, None, SPEC)["bfclOverall"]
-    assert overall["accuracy"] == pytest.approx((0.5 + 1.0) / 2)  # not 2/3, the trial-weighted mean
+    assert overall["accuracy"] is None and overall["ci"] is None
     assert overall["categories"] == ["multi_turn_base", "multi_turn_miss_func"]
+    assert overall["missing"] == ["multi_turn_miss_param", "multi_turn_long_context"]
     assert overall["complete"] is False
+
+
+def test_avg_at_k_with_unequal_trials_is_the_mean_of_task_means():
+    # Task a ran 4 trials (all succeed), b one (failed): the seed's Avg@k is (1 + 0) / 2, not 4/5.
+    group = summarize(rows("tau2", "retail", {"a": [1, 1, 1, 1], "b": [0]}), None, SPEC)["groups"][0]
+    assert group["avgAtK"] == pytest.approx(0.5)
+    assert group["equalTrials"] is False and group["k"] == 1
+    lo, hi = group["avgAtKCi"]
+    assert lo == pytest.approx(0) and hi == pytest.approx(1)  # resampled over the same two task means
 
 
 def test_bootstrap_is_seeded_and_shrinks_with_more_tasks():
