@@ -106,7 +106,7 @@ export async function ScalingStudy(input: unknown): Promise<StudySummary> {
       alreadyDone: done.size,
       failed,
       reportPath: written.reportPath,
-      ...believability(written.summary.judge),
+      ...believability(written.standing),
     };
     await recordRunFinish({
       runId: studyId,

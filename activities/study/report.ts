@@ -103,9 +103,29 @@ export interface WrittenStudyReport {
   readonly summary: {
     readonly evaluatedCells: number;
     readonly protocols: Record<string, { budgets: number[]; bestMeanPct: number | null }>;
-    /** Whether the figures can be believed: the judge's controls and the toy roles. */
-    readonly judge: JudgeStanding;
+    /** The judge's standing in one line, e.g. `UNRELIABLE: 1 of 2 controls passed (50%; threshold 90%)`. */
+    readonly judge: string;
+    /** The toy roles, `; `-separated; absent when no role is a toy. */
+    readonly toyFigures?: string;
   };
+  /** Whether the figures can be believed: the judge's controls and the toy roles. */
+  readonly standing: JudgeStanding;
+}
+
+/** The one-line summary fields of a standing (`mockworld report` prints them as they are). */
+function standingSummary(
+  standing: JudgeStanding,
+): Pick<WrittenStudyReport['summary'], 'judge' | 'toyFigures'> {
+  const { decidedBy, controls, controlsPassed, controlPassRate, minPassRate } = standing;
+  const pct = (rate: number) => `${(100 * rate).toFixed(0)}%`;
+  const controlText =
+    controlPassRate === null
+      ? 'no controls needed'
+      : `${controlsPassed} of ${controls} controls passed (${pct(controlPassRate)}; threshold ${pct(minPassRate)})`;
+  const judge =
+    `${standing.unreliable ? 'UNRELIABLE' : 'ok'}: ${controlText}; verdicts by checker ${decidedBy.checker}, ` +
+    `by judge ${decidedBy.judge}, judge failed ${decidedBy.judgeFailed}`;
+  return standing.toyLabels.length ? { judge, toyFigures: standing.toyLabels.join('; ') } : { judge };
 }
 
 /** A report's markdown with the standing right under its title, where no reader misses it. */
@@ -131,7 +151,11 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
       withStanding(`# Scaling study ${studyId}\n\n${await noScoreReason(pool, studyId)}\n`, judge) +
         (await cellsSection(pool, studyId)),
     );
-    return { reportPath, summary: { evaluatedCells: 0, protocols: {}, judge } };
+    return {
+      reportPath,
+      summary: { evaluatedCells: 0, protocols: {}, ...standingSummary(judge) },
+      standing: judge,
+    };
   }
   const report = renderStudyReport(input);
   for (const figure of report.figures)
@@ -155,7 +179,7 @@ export async function writeStudyReport(pool: pg.Pool, studyId: string): Promise<
     [studyId],
   );
   const evaluatedCells = rows[0]!.n;
-  return { reportPath, summary: { evaluatedCells, protocols, judge } };
+  return { reportPath, summary: { evaluatedCells, protocols, ...standingSummary(judge) }, standing: judge };
 }
 
 /**

@@ -197,7 +197,10 @@ describe('judge controls and the deterministic checker', () => {
     expect(rows[0]!.n).toBe(TESTS.length * 2);
 
     const written = await study.writeStudyReport({ studyId: 'controls-lenient' });
-    expect(written.summary.judge.unreliable).toBe(true);
+    expect(written.standing.unreliable).toBe(true);
+    expect(written.summary.judge).toBe(
+      'UNRELIABLE: 3 of 6 controls passed (50%; threshold 90%); verdicts by checker 5, by judge 4, judge failed 0',
+    );
     const report = await readFile(written.reportPath, 'utf8');
     expect(report).toContain('**judge unreliable: it graded 3 of 6 control answers right');
     expect(report).toContain('Judge controls: 3 of 6 passed (50%; threshold 90%)');

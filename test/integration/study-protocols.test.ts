@@ -1001,7 +1001,7 @@ describe('scaling-study protocols, activity by activity', () => {
     expect(studyDirectory(id)).toBe(path.join(dir, 'studies', id));
     const empty = await writeStudyReport(pool, id);
     expect(empty.summary).toMatchObject({ evaluatedCells: 0, protocols: {} });
-    expect(empty.summary.judge).toMatchObject({ controlPassRate: null, unreliable: false });
+    expect(empty.standing).toMatchObject({ controlPassRate: null, unreliable: false });
     expect(await readFile(empty.reportPath, 'utf8')).toContain('No cell has been evaluated yet.');
 
     // Evaluated, but the judge graded no sample: the report says so instead of "not evaluated".
