@@ -70,6 +70,14 @@ const powerOfTwo = z
   .max(1024)
   .refine((n) => (n & (n - 1)) === 0, 'must be a power of two');
 
+/**
+ * A list of budgets: each a power of two, in increasing order without repeats (a repeated r would
+ * name the same cell twice; an unsorted list reads as a different sweep than it runs).
+ */
+const increasing = (list: readonly number[]) => list.every((r, i) => i === 0 || r > list[i - 1]!);
+const INCREASING = 'must be increasing, without repeats';
+const budgetList = z.array(powerOfTwo).min(1).refine(increasing, INCREASING);
+
 const role = (temperature: number, maxTokens: number) =>
   ModelRoleSchema.default({ sampling: { temperature, topP: 1, maxTokens } });
 
@@ -162,12 +170,7 @@ export const ScalingStudySpecSchema = z
       })
       .strict()
       .default({ acceptedPerQuestion: 32, maxAttemptsPerQuestion: 128, attemptsPerWave: 8 }),
-    budgets: z
-      .array(powerOfTwo)
-      .min(1)
-      .max(16)
-      .default([1, 2, 4, 8, 16, 32])
-      .describe('Per-question budgets r.'),
+    budgets: budgetList.max(16).default([1, 2, 4, 8, 16, 32]).describe('Per-question budgets r.'),
     trainingSeeds: z
       .number()
       .int()
@@ -181,6 +184,7 @@ export const ScalingStudySpecSchema = z
         buckets: z
           .array(z.union([z.literal(4), z.literal(8), z.literal(16), z.literal(32)]))
           .min(1)
+          .refine(increasing, INCREASING)
           .default([4, 8, 16, 32])
           .describe("The seed's matched budgets B = q·r (q = 4, 2, 1 quarters of Q)."),
       })
@@ -196,7 +200,7 @@ export const ScalingStudySpecSchema = z
           .max(64)
           .default(4)
           .describe('Evolved candidates drawn per seed question.'),
-        budgets: z.array(powerOfTwo).min(1).default([1, 2, 4, 8]),
+        budgets: budgetList.default([1, 2, 4, 8]),
         maxSimilarity: z.number().gt(0).max(1).default(0.7).describe('Token-set Jaccard similarity filter.'),
       })
       .strict()

@@ -67,19 +67,29 @@ export function cutToBytes(text: string, maxBytes: number): string {
   return text.slice(0, i);
 }
 
-/** `text` cut so that it and a marker saying how much was cut fit in `maxBytes`. */
+/** The marker an earlier cut left at the end of a text, with the size of the text it cut. */
+const EARLIER_CUT = /… \[cut: (\d+) bytes, over the \d+-byte bound\]$/;
+
+/**
+ * `text` cut so that it and a marker saying how much was cut fit in `maxBytes`. A text cut before
+ * (the ledger cuts answers at its own bound) keeps the size its marker states: the marker always
+ * says how large the model's answer was.
+ */
 export function cutWithMarker(text: string, maxBytes: number): string {
   const bytes = utf8Bytes(text);
   if (bytes <= maxBytes) return text;
-  const marker = `… [cut: ${bytes} bytes, over the ${maxBytes}-byte bound]`;
-  return cutToBytes(text, maxBytes - utf8Bytes(marker)) + marker;
+  const earlier = EARLIER_CUT.exec(text);
+  const original = earlier ? Math.max(bytes, Number(earlier[1])) : bytes;
+  const marker = `… [cut: ${original} bytes, over the ${maxBytes}-byte bound]`;
+  return cutToBytes(earlier ? text.slice(0, earlier.index) : text, maxBytes - utf8Bytes(marker)) + marker;
 }
 
 /**
  * The answer as the ledger keeps it: the fields the stages read (role, content, refusal, function
  * tool calls), each a string, so no server-added field of any shape or depth is stored. Over
- * {@link BOUNDS.answerBytes} (content and arguments together) the content is cut to the bound,
- * tool calls are dropped and the finish reason becomes {@link OVERSIZED_FINISH_REASON}.
+ * {@link BOUNDS.answerBytes} (content and arguments together) the content is cut to the bound with
+ * a marker stating its size, tool calls are dropped and the finish reason becomes
+ * {@link OVERSIZED_FINISH_REASON}.
  */
 export function boundedAnswer(
   message: ChatCompletionMessage,
@@ -113,7 +123,7 @@ export function boundedAnswer(
     return {
       message: {
         role: 'assistant',
-        content: cutToBytes(content ?? JSON.stringify(toolCalls), BOUNDS.answerBytes),
+        content: cutWithMarker(content ?? JSON.stringify(toolCalls), BOUNDS.answerBytes),
         refusal,
       } as ChatCompletionMessage,
       finishReason: OVERSIZED_FINISH_REASON,

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createModelClient } from '../../activities/llm/index.js';
 import { judgeResponse } from '../../activities/study/judge.js';
-import { BOUNDS } from '../../schemas/bounds.js';
+import { BOUNDS, utf8Bytes } from '../../schemas/bounds.js';
 import { ModelRoleSchema } from '../../schemas/model-endpoint.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { fixturePolicy, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
@@ -468,7 +468,10 @@ describe('hostile model answers through real runs', () => {
       [`${a.workflowId}-task-${String(agentIdx).padStart(5, '0')}`],
     );
     expect(cut!.bytes).toBeLessThanOrEqual(BOUNDS.agentTurnBytes);
-    expect(cut!.content).toMatch(/\[cut: \d+ bytes, over the 65536-byte bound\]$/);
+    // The marker states the size of the model's answer, not of the ledger's cut of it.
+    expect(cut!.content).toMatch(
+      new RegExp(`\\[cut: ${utf8Bytes(HUGE)} bytes, over the 65536-byte bound\\]$`),
+    );
 
     // No task or episode of a finished run is left in a middle stage.
     const open = await query(

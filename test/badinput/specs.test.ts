@@ -305,6 +305,20 @@ describe('hostile spec documents, every kind, through parseSpec', () => {
     );
     const decayToZero = { ...study, student: { base: bf16, endpoint }, sft: { minLearningRate: 0 } };
     expect(parseSpec(decayToZero).kind).toBe('ScalingStudy');
+    // Budget lists run in increasing order without repeats: a repeat or a shuffle is refused by name.
+    const tiny = { ...study, student: { base: { kind: 'tiny' }, endpoint } };
+    for (const budgets of [
+      [1, 2, 2],
+      [4, 1, 2],
+    ]) {
+      const refused = rejection({ ...tiny, budgets, rejectionSampling: { acceptedPerQuestion: 4 } });
+      expectNamed(refused, ['budgets']);
+      expect(refused.message).toContain('budgets: must be increasing, without repeats');
+    }
+    expectNamed(rejection({ ...tiny, questionSynthesis: { budgets: [2, 1] } }), [
+      'questionSynthesis.budgets',
+    ]);
+    expectNamed(rejection({ ...tiny, sourceExpansion: { buckets: [8, 4] } }), ['sourceExpansion.buckets']);
   });
 
   it('refuses unknown kinds and non-objects, listing the valid kinds, with a bounded message', () => {
