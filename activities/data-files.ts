@@ -1,9 +1,11 @@
-import { statSync } from 'node:fs';
+import { constants as fsConstants, statSync } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { REPO_ROOT } from '../deploy/paths.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { boundedText } from '../schemas/spec-error.js';
+import type { SpecFile } from '../schemas/spec-files.js';
 
 /**
  * Where the worker finds the data files a spec names (personas, question sets, template
@@ -84,4 +86,43 @@ export function resolveDataFile(
   const found = tried.find(isFile);
   if (found) return found;
   throw notFound(what, file, tried, search);
+}
+
+/** Temporal failure type of a spec whose files the worker cannot read (non-retryable). */
+export const SPEC_FILE_ERROR = 'SpecFileError';
+
+/**
+ * Checks, before a run starts, that every file its spec names is a regular file this worker can
+ * read, found as {@link resolveDataFile} finds it. All problems are reported at once, each by the
+ * field that names the file; nothing is read.
+ */
+export async function checkSpecFiles(
+  files: readonly SpecFile[],
+  search: DataFileSearch = workerDataFileSearch(),
+): Promise<void> {
+  const problems: string[] = [];
+  for (const { field, path: file } of files) {
+    let resolved: string;
+    try {
+      resolved = resolveDataFile(file, field, search);
+    } catch (error) {
+      problems.push(`${field}: ${(error as Error).message}`);
+      continue;
+    }
+    try {
+      await access(resolved, fsConstants.R_OK);
+      if (!(await stat(resolved)).isFile())
+        problems.push(`${field}: ${boundedText(resolved)} is not a regular file`);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+      problems.push(`${field}: cannot read ${JSON.stringify(boundedText(resolved))} (${code})`);
+    }
+  }
+  if (problems.length === 0) return;
+  throw ApplicationFailure.create({
+    type: SPEC_FILE_ERROR,
+    nonRetryable: true,
+    message: `The spec names files this worker cannot read; nothing was started. ${problems.join(' | ')}`,
+    details: [problems],
+  });
 }

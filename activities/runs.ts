@@ -6,6 +6,8 @@ import {
   type RunStart,
   type RunStarted,
 } from '../schemas/run-records.js';
+import type { SpecFile } from '../schemas/spec-files.js';
+import { checkSpecFiles } from './data-files.js';
 import { RunIdTakenError } from './errors.js';
 import { runSpend } from './llm/spend.js';
 import { getPool } from './store/db.js';
@@ -14,6 +16,14 @@ import { getPool } from './store/db.js';
 export function createRunActivities(databaseUrl: string) {
   const pool = () => getPool(databaseUrl);
   return {
+    /**
+     * Refuses a spec whose data files this worker cannot find or read, naming each field, before
+     * the run records or reads anything (the workflows' start-up awaits it).
+     */
+    async checkSpecFiles({ files }: { files: SpecFile[] }): Promise<void> {
+      await checkSpecFiles(files);
+    },
+
     /**
      * Registers a run. A new execution under the same id (a study re-run to extend its grid, a
      * synthesis started again) takes the row over: its spec, status running, no summary yet. An id

@@ -1,10 +1,17 @@
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs.js';
 import { SpecValidationError } from '../schemas/spec-error.js';
+import { specFiles } from '../schemas/spec-files.js';
 import type { SpecKind, SpecOfKind } from '../schemas/specs.js';
+import { SHORT_ACTIVITY } from './activity-options.js';
+
+const { checkSpecFiles } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 
 /**
  * Validates the workflow's only argument. An invalid spec fails the run at once with a
  * non-retryable failure that names every bad field (visible in the UI), so nothing keeps running.
+ * A spec that names data files then has them checked by an activity (found, a regular file,
+ * readable by the worker): one that is not fails the run the same way, before anything is recorded.
  *
  * The spec schemas are loaded on first use, not when the workflow bundle is imported: every
  * workflow execution imports the bundle afresh, and building every zod schema cost each child
@@ -12,6 +19,26 @@ import type { SpecKind, SpecOfKind } from '../schemas/specs.js';
  * validate a spec. `webpackMode: "eager"` keeps the schemas in the one bundle (no chunk to fetch).
  */
 export async function validateSpec<K extends SpecKind>(kind: K, input: unknown): Promise<SpecOfKind<K>> {
+  const spec = await parseSpec(kind, input);
+  const files = specFiles(spec);
+  // Histories from before the check replay without it.
+  if (files.length > 0 && patched('spec-files-checked')) {
+    try {
+      await checkSpecFiles({ files });
+    } catch (error) {
+      // The run fails as an invalid spec does, with the activity's message naming every field.
+      const cause = error instanceof ActivityFailure ? error.cause : error;
+      throw ApplicationFailure.create({
+        type: 'SpecFileError',
+        message: `Invalid ${kind} spec: ${cause instanceof Error ? cause.message : String(cause)}`,
+        nonRetryable: true,
+      });
+    }
+  }
+  return spec;
+}
+
+async function parseSpec<K extends SpecKind>(kind: K, input: unknown): Promise<SpecOfKind<K>> {
   const { parseSpecOfKind } = await import(/* webpackMode: "eager" */ '../schemas/specs.js');
   try {
     return parseSpecOfKind(kind, input);

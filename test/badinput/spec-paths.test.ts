@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -75,6 +75,48 @@ describe('invalid specs started as workflows (the Temporal UI path) and from the
       expect(description.historyLength).toBeLessThan(10); // no activity was scheduled, nothing retried
     },
   );
+
+  it('refuses a spec naming a missing or unreadable file at once, naming each field, recording nothing', async () => {
+    const folder = path.join(dir, 'a-folder.jsonl');
+    await mkdir(folder, { recursive: true });
+    const cases = [
+      {
+        kind: 'Synthesis',
+        spec: { kind: 'Synthesis', tasks: 2, personas: { path: '/nonexistent/mockworld/personas.jsonl' } },
+        named: [/personas\.path: cannot read "\/nonexistent\/mockworld\/personas\.jsonl" \(ENOENT\)/],
+      },
+      {
+        kind: 'ScalingStudy',
+        spec: {
+          kind: 'ScalingStudy',
+          questions: { seedPool: 'no/such/seeds.jsonl', testSet: folder },
+          student: { base: { kind: 'tiny' }, endpoint: { baseUrl: 'http://127.0.0.1:1/v1', model: 'm' } },
+        },
+        named: [
+          /questions\.seedPool: Cannot find the questions\.seedPool file "no\/such\/seeds\.jsonl"/,
+          /questions\.testSet: .* is not a regular file/,
+        ],
+      },
+    ];
+    for (const { kind, spec, named } of cases) {
+      const workflowId = `badspec-files-${kind}-${Date.now()}`;
+      const handle = await tw.client.workflow.start(kind, {
+        args: [spec],
+        taskQueue: tw.taskQueue,
+        workflowId,
+      });
+      const error = (await handle.result().catch((e: unknown) => e)) as WorkflowFailedError;
+      expect(error).toBeInstanceOf(WorkflowFailedError);
+      const message = String(error.cause?.message);
+      expect(message).toContain(
+        `Invalid ${kind} spec: The spec names files this worker cannot read; nothing was started.`,
+      );
+      for (const pattern of named) expect(message).toMatch(pattern);
+      expect((await handle.describe()).status.name).toBe('FAILED');
+      const runs = await query(db.url, 'SELECT run_id FROM runs WHERE run_id = $1', [workflowId]);
+      expect(runs).toEqual([]); // refused before the run was recorded
+    }
+  });
 
   it('fails at once with a bounded message for a ~1 MB spec, and the client refuses one over the blob limit', async () => {
     const handle = await tw.client.workflow.start('Smoke', {
