@@ -59,8 +59,8 @@ export class RunControl {
    * budget is compared again; a judge found unreliable was seen by whoever resumed).
    */
   private selfPause: { reason: string; recheck: boolean } | undefined;
-  /** Standing warnings shown in the Temporal UI's details (e.g. a judge that failed its controls). */
-  private warnings: string[] = [];
+  /** Standing warnings shown in the Temporal UI's details by key (e.g. a judge that failed its controls). */
+  private warnings = new Map<string, string>();
   private status: RunStatus;
 
   constructor(kind: string, total: number) {
@@ -140,10 +140,14 @@ export class RunControl {
     await recordRunPause({ runId: workflowInfo().workflowId, reason });
   }
 
-  /** Adds a standing warning to the run's details in the Temporal UI (once per text). */
-  warn(text: string): void {
-    if (this.warnings.includes(text)) return;
-    this.warnings.push(text);
+  /**
+   * Sets the standing warning under `key` in the run's details in the Temporal UI, replacing the
+   * last one of that key; undefined clears it.
+   */
+  warn(key: string, text: string | undefined): void {
+    if (this.warnings.get(key) === text) return;
+    if (text === undefined) this.warnings.delete(key);
+    else this.warnings.set(key, text);
     this.showDetails();
   }
 
@@ -187,7 +191,7 @@ export class RunControl {
     const url = workflowInfo().memo?.[VIEWER_MEMO];
     const lines = [`**${kind}** · ${state} · ${total ? `${done}/${total}` : done} · ${stage}`];
     if (this.selfPause !== undefined && this.paused) lines.push('', `Paused: ${this.selfPause.reason}`);
-    for (const warning of this.warnings) lines.push('', `⚠ ${warning}`);
+    for (const warning of this.warnings.values()) lines.push('', `⚠ ${warning}`);
     if (typeof url === 'string') lines.push('', `[Open this run in the mockworld viewer](${url})`);
     setCurrentDetails(lines.join('\n'));
   }

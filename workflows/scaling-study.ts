@@ -149,9 +149,12 @@ interface StudyRun {
 async function watchJudge(run: StudyRun): Promise<void> {
   if (!patched('study-judge-controls')) return;
   const standing = await checkStudyJudge({ studyId: run.studyId });
-  for (const label of standing.toyLabels) run.control.warn(`Toy figures. ${label}`);
+  for (const role of ['judge', 'teacher', 'student']) {
+    const label = standing.toyLabels.find((l) => l.startsWith(`${role}:`));
+    run.control.warn(`toy-${role}`, label && `Toy figures. ${label}`);
+  }
+  run.control.warn('judge', standing.reason ?? undefined);
   if (!standing.reason) return;
-  run.control.warn(standing.reason);
   if (run.spec.judgeControls.onUnreliable === 'pause' && !run.judgePaused) {
     run.judgePaused = true;
     await run.control.pauseFor(`${standing.reason}; resume to go on regardless`);
