@@ -16,6 +16,8 @@ export interface CurvePlotInput {
   readonly label: string;
   /** Per-budget mean ± std over seeds, any order. */
   readonly budgets: readonly BudgetSummary[];
+  /** k of the scores' mean@k (the axis says it); absent: the seed's 8. */
+  readonly samplesPerQuestion?: number;
   /** The fit on all budgets, drawn solid over the measured range; null: not drawn. */
   readonly fit: ScalingLawParams | null;
   /** The held-out fit, drawn dashed from the smallest r to `targetR`; null/absent: not drawn. */
@@ -79,7 +81,7 @@ export function curveChartSpec(input: CurvePlotInput): ChartSpec {
   const y = {
     field: 'pct',
     type: 'quantitative',
-    title: 'score (mean@8, %)',
+    title: `score (mean@${input.samplesPerQuestion ?? 8}, %)`,
     scale: { zero: false },
   } as const;
   const color = {

@@ -95,12 +95,12 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
           await trainingRunPage({ run, ui, iterations: await readIterationMetrics(pool, run.runId), usage }),
         );
       case 'ScalingStudy': {
-        const [cells, analyses, standing] = await Promise.all([
+        const [cells, { analyses, samplesPerQuestion }, standing] = await Promise.all([
           studyCells(pool, run.runId),
           studyAnalyses(pool, run.runId),
           studyJudgeStanding(pool, run.runId),
         ]);
-        return c.html(await studyPage({ run, ui, cells, analyses, standing, usage }));
+        return c.html(await studyPage({ run, ui, cells, analyses, samplesPerQuestion, standing, usage }));
       }
       case 'Evaluation':
         return c.html(

@@ -41,13 +41,19 @@ function grid(cells: readonly CellRow[]): Fragment {
 }
 
 /** One protocol's fit: the interactive curve, the fitted law, the held-out forecasts. */
-function fitSection(title: string, a: ProtocolAnalysis, index: number): Fragment {
+function fitSection(
+  title: string,
+  a: ProtocolAnalysis,
+  index: number,
+  samplesPerQuestion?: number,
+): Fragment {
   const fit = a.fit.ok ? a.fit.value : null;
   const forecast = a.forecast.ok ? a.forecast.value : null;
   const spec = curveChartSpec({
     title: `${title} — ${a.label}`,
     label: a.label,
     budgets: a.budgets,
+    samplesPerQuestion,
     fit: fit?.params ?? null,
     heldOut: forecast
       ? { params: forecast.fit.params, trainMaxR: forecast.trainMaxR, targetR: forecast.targetR }
@@ -133,6 +139,8 @@ export function studyPage(input: {
   ui: TemporalUi;
   cells: readonly CellRow[];
   analyses: readonly ProtocolAnalysis[];
+  /** k of the scores' mean@k. */
+  samplesPerQuestion?: number;
   standing: JudgeStanding;
   usage: readonly RoleUsageRow[];
 }): Fragment {
@@ -142,7 +150,9 @@ export function studyPage(input: {
   ${section(
     'Fits and forecasts',
     input.analyses.length
-      ? html`${input.analyses.map((a, i) => fitSection(`Scaling study ${run.runId}`, a, i))}`
+      ? html`${input.analyses.map((a, i) =>
+          fitSection(`Scaling study ${run.runId}`, a, i, input.samplesPerQuestion),
+        )}`
       : html`<p>No evaluated cell of the full pool yet: nothing to fit.</p>`,
     'fits',
   )}

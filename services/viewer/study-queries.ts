@@ -50,7 +50,15 @@ export async function studyCells(pool: pg.Pool, studyId: string): Promise<CellRo
  * The fits and forecasts the study report shows, computed the same way from the stored cells
  * (so the viewer also shows a study that is still training).
  */
-export async function studyAnalyses(pool: pg.Pool, studyId: string): Promise<ProtocolAnalysis[]> {
+export async function studyAnalyses(
+  pool: pg.Pool,
+  studyId: string,
+): Promise<{ analyses: ProtocolAnalysis[]; samplesPerQuestion: number | undefined }> {
   const input = await studyReportInput(pool, studyId);
-  return input ? analyzeStudy(StudyReportInputSchema.parse(input)) : [];
+  return input
+    ? {
+        analyses: analyzeStudy(StudyReportInputSchema.parse(input)),
+        samplesPerQuestion: input.samplesPerQuestion,
+      }
+    : { analyses: [], samplesPerQuestion: undefined };
 }

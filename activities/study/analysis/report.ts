@@ -322,6 +322,7 @@ function reportFigures(data: StudyReportData, analyses: readonly ProtocolAnalysi
       title: `${data.title} — ${a.label}`,
       label: a.label,
       budgets: a.budgets,
+      samplesPerQuestion: data.samplesPerQuestion,
       fit: a.fit.ok ? a.fit.value.params : null,
       heldOut: a.forecast.ok ? { params: a.forecast.value.fit.params, trainMaxR, targetR } : null,
     });
