@@ -32,6 +32,7 @@ export async function validateSpec<K extends SpecKind>(kind: K, input: unknown):
         type: 'SpecFileError',
         message: `Invalid ${kind} spec: ${cause instanceof Error ? cause.message : String(cause)}`,
         nonRetryable: true,
+        cause: error instanceof Error ? error : undefined,
       });
     }
   }

@@ -166,11 +166,7 @@ export interface JudgeCheck {
  * asked about there.
  */
 export async function judgeCheck(pool: pg.Pool, studyId: string, cellId?: string): Promise<JudgeCheck> {
-  const verdicts =
-    cellId === undefined
-      ? `SELECT question_id, judged_by FROM study_evaluations WHERE study_id = $1
-          UNION ALL SELECT question_id, judged_by FROM study_attempts WHERE study_id = $1`
-      : `SELECT question_id, judged_by FROM study_evaluations WHERE study_id = $1 AND cell_id = $2`;
+  // A cell: its evaluation's verdicts; the study ($2 null): every evaluation and every attempt.
   const { rows } = await pool.query<{
     checker: number;
     judge: number;
@@ -178,7 +174,11 @@ export async function judgeCheck(pool: pg.Pool, studyId: string, cellId?: string
     n: number;
     ok: number;
   }>(
-    `WITH v AS (${verdicts}),
+    `WITH v AS (
+       SELECT question_id, judged_by FROM study_evaluations
+        WHERE study_id = $1 AND ($2::text IS NULL OR cell_id = $2)
+       UNION ALL
+       SELECT question_id, judged_by FROM study_attempts WHERE study_id = $1 AND $2::text IS NULL),
           asked AS (SELECT DISTINCT question_id FROM v WHERE judged_by <> 'exact')
      SELECT (SELECT count(*) FILTER (WHERE judged_by = 'exact') FROM v)::int AS checker,
             (SELECT count(*) FILTER (WHERE judged_by = 'llm') FROM v)::int AS judge,
@@ -186,7 +186,7 @@ export async function judgeCheck(pool: pg.Pool, studyId: string, cellId?: string
             count(c.kind)::int AS n,
             count(c.kind) FILTER (WHERE c.verdict IS NOT DISTINCT FROM c.expected)::int AS ok
        FROM asked JOIN study_judge_controls c ON c.study_id = $1 AND c.question_id = asked.question_id`,
-    cellId === undefined ? [studyId] : [studyId, cellId],
+    [studyId, cellId ?? null],
   );
   const row = rows[0]!;
   return {

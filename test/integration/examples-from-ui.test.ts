@@ -14,7 +14,7 @@ import {
 import { RetryState } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { DATA_FILE_NOT_FOUND } from '../../activities/data-files.js';
+import { SPEC_FILE_ERROR } from '../../activities/data-files.js';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
@@ -171,15 +171,22 @@ describe('the examples started as the Temporal UI starts them (JSON input, no CL
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(WorkflowFailedError);
-    // The activity's failure, not retried: every attempt would look in the same places.
+    // Refused at start by the spec-file check, not retried: every attempt would look in the same places.
     const chain: Error[] = [];
     for (let e: unknown = error; e instanceof Error; e = e.cause) chain.push(e);
     const activity = chain.find((e): e is ActivityFailure => e instanceof ActivityFailure);
     expect(activity?.retryState).toBe(RetryState.NON_RETRYABLE_FAILURE);
     const cause = chain.at(-1) as Error & { type?: string };
-    expect(cause.type).toBe(DATA_FILE_NOT_FOUND);
+    expect(cause.type).toBe(SPEC_FILE_ERROR);
+    expect(cause.message).toContain(
+      'personas.path: Cannot find the personas.path file "mine/personas.jsonl"',
+    );
     expect(cause.message).toContain(path.join(workerDir, 'mine/personas.jsonl'));
     expect(cause.message).toContain(path.join(EXAMPLES, 'mine/personas.jsonl'));
     expect(cause.message).toContain('MOCKWORLD_DATA_DIR');
+    // The run failed at its start.
+    expect(await client.workflow.getHandle(`${taskQueue}-missing`).describe()).toMatchObject({
+      status: { name: 'FAILED' },
+    });
   });
 });
