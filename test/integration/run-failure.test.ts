@@ -9,7 +9,10 @@ import { MOCKWORLD_WORKFLOWS_PATH } from '../../workers/plugin.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { recordHistory } from '../../testkit/vitest/histories.js';
 
-/** A valid study spec; its questions are never read (preparing the study fails first). */
+/**
+ * A valid study spec; its questions are never read: the start-up file check is passed here (a
+ * disk that goes away after the start) and preparing the study fails.
+ */
 const STUDY_SPEC = {
   questions: { seedPool: '/nonexistent/seeds.jsonl', testSet: '/nonexistent/test.jsonl' },
   student: {
@@ -36,6 +39,7 @@ describe('a pipeline that fails', () => {
       workflowsPath: MOCKWORLD_WORKFLOWS_PATH,
       activities: {
         ...createActivities({ databaseUrl: db.url }),
+        async checkSpecFiles() {},
         async prepareStudy() {
           throw ApplicationFailure.nonRetryable('the seed pool disk is gone', 'StudyInputError');
         },
