@@ -3,6 +3,8 @@ import { getPool } from '../activities/store/db.js';
 import { readIterationMetrics, type IterationMetrics } from '../activities/training/metrics.js';
 import { renderRewardSvg } from '../activities/training/reward-plot.js';
 import { usageByRole } from '../activities/llm/index.js';
+import { queryRolesAnsweredBy } from '../activities/llm/call-store.js';
+import { EMBEDDED_MODEL_NAME } from '../activities/llm/default-endpoint.js';
 import { loadEnvironment } from '../schemas/environment.js';
 import { statusQuery } from '../workflows/controls.js';
 import { exportRunFormats, type FormatsExport } from '../activities/export/index.js';
@@ -50,6 +52,8 @@ export interface RunReport {
   readonly iterations?: IterationMetrics[];
   /** A synthesis run's tasks: how each ended, where and why. */
   readonly tasks?: TaskOutcomes;
+  /** Roles the embedded toy model answered: their figures are labelled as toys. */
+  readonly toyRoles?: readonly string[];
 }
 
 /** Reads a run's report from PostgreSQL (works after the workflow has closed and been archived). */
@@ -67,6 +71,7 @@ export async function readReport(runId: string): Promise<RunReport> {
     status: row.status,
     summary: row.summary,
     usage: await usageByRole(databaseUrl, runId),
+    toyRoles: await queryRolesAnsweredBy(getPool(databaseUrl), runId, EMBEDDED_MODEL_NAME),
     ...(row.kind === 'GrpoTraining' || row.kind === 'SftTraining'
       ? { iterations: await readIterationMetrics(getPool(databaseUrl), runId) }
       : {}),

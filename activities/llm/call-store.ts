@@ -261,3 +261,12 @@ export async function queryUsageByRole(pool: pg.Pool, runId: string): Promise<Ro
     costUsd: r.cost,
   }));
 }
+
+/** The roles of a run whose calls a model of this name answered (the embedded toy, say), in order. */
+export async function queryRolesAnsweredBy(pool: pg.Pool, runId: string, model: string): Promise<string[]> {
+  const { rows } = await pool.query<{ role: string }>(
+    `SELECT DISTINCT role FROM llm_calls WHERE run_id = $1 AND model = $2 AND role IS NOT NULL ORDER BY role`,
+    [runId, model],
+  );
+  return rows.map((r) => r.role);
+}

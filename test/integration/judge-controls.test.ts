@@ -15,6 +15,7 @@ import { statusQuery } from '../../workflows/controls.js';
 import { eventually } from '../../testkit/temporal.js';
 import { recordHistory } from '../../testkit/vitest/histories.js';
 import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
+import { queryRolesAnsweredBy } from '../../activities/llm/call-store.js';
 import { createModelClient, type ModelClient } from '../../activities/llm/index.js';
 import { getPool } from '../../activities/store/db.js';
 import { studyCells, studyStreams } from '../../activities/study/grid.js';
@@ -175,6 +176,12 @@ describe('judge controls and the deterministic checker', () => {
       `SELECT DISTINCT question_id FROM study_judge_controls WHERE study_id = 'controls-checker' ORDER BY 1`,
     );
     expect(controlled.map((r) => r.question_id)).toEqual(['capital', 'planet', 'test:gold']);
+    // Which roles a model answered (the report's toy label asks this of the embedded model's name).
+    expect(await queryRolesAnsweredBy(pool, 'controls-checker', 'controls-checker')).toEqual([
+      'study-judge',
+      'teacher',
+    ]);
+    expect(await queryRolesAnsweredBy(pool, 'controls-checker', 'smollm2-135m-instruct')).toEqual([]);
   });
 
   it('marks the study judge unreliable when its judge accepts everything, and says so in the report', async () => {

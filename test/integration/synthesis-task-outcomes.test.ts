@@ -93,6 +93,7 @@ describe('failed, rejected and kept tasks in the report', () => {
     expect(taskLines[2]).toMatch(/^0\s+kept\s+-\s+-/);
     expect(taskLines).toHaveLength(3);
     expect(report.stdout).toContain(`one task in full: ./bin/mockworld status ${runId} --task 2`);
+    expect(report.stdout).not.toContain('Toy figures'); // a scripted model, not the embedded one
 
     // The pointer works after the run: the worker is stopped, the row answers.
     await tw!.close();
