@@ -1,3 +1,4 @@
+import { embeddedToyLabel } from '../activities/llm/default-endpoint.js';
 import type { RunReport } from './run-commands.js';
 import { renderSummary } from './summary-view.js';
 import { renderTable } from './table.js';
@@ -12,7 +13,7 @@ export function renderReport(report: RunReport): string {
   // A training run's latest metrics are the last row of its per-iteration table.
   const { latestMetrics: _shownBelow, ...summary } = report.summary ?? {};
   const parts = [`${report.kind} run ${report.runId}: ${report.status}`, ''];
-  if (report.toyRoles?.length) parts.push(toyLabel(report.toyRoles), '');
+  if (report.toyRoles?.length) parts.push(embeddedToyLabel(report.toyRoles), '');
   parts.push(renderSummary(report.iterations ? summary : (report.summary ?? {})));
   if (report.iterations && report.kind === 'SftTraining')
     parts.push('', 'loss per step', renderSftSteps(report.iterations));
@@ -39,12 +40,4 @@ export function renderReport(report: RunReport): string {
     );
   }
   return parts.join('\n');
-}
-
-/** The label a run's report opens with when the embedded toy model played any of its roles. */
-export function toyLabel(roles: readonly string[]): string {
-  return (
-    `Toy figures: the embedded SmolLM2-135M (toy) answered as ${roles.join(', ')}; what it wrote and ` +
-    'any score it decided are not meaningful (MOCKWORLD_MODEL_URL points the workers at a real model).'
-  );
 }

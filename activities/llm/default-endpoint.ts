@@ -4,6 +4,14 @@ import { ModelEndpointSchema, type ModelEndpoint } from '../../schemas/model-end
 /** Model name the embedded server reports. */
 export const EMBEDDED_MODEL_NAME = 'smollm2-135m-instruct';
 
+/** What a run's report and page open with when the embedded toy model answered any of its roles. */
+export function embeddedToyLabel(roles: readonly string[]): string {
+  return (
+    `Toy figures: the embedded SmolLM2-135M (toy) answered as ${roles.join(', ')}; what it wrote and ` +
+    'any score it decided are not meaningful (MOCKWORLD_MODEL_URL points the workers at a real model).'
+  );
+}
+
 /**
  * The endpoint of a role that names none: `MOCKWORLD_MODEL_URL` (+ `MOCKWORLD_MODEL_NAME`,
  * `MOCKWORLD_MODEL_KEY_ENV`) when set on the worker, else the embedded model. Resolved on the

@@ -19,6 +19,8 @@ import { findRun, listRuns, usageByRole } from './runs-queries.js';
 import { studyPage } from './study-page.js';
 import { studyAnalyses, studyCells } from './study-queries.js';
 import { studyJudgeStanding } from '../../activities/study/judge-standing.js';
+import { queryRolesAnsweredBy } from '../../activities/llm/call-store.js';
+import { EMBEDDED_MODEL_NAME } from '../../activities/llm/default-endpoint.js';
 import { synthesisRunPage, taskPage } from './synthesis-pages.js';
 import { findTask, listTasks, taskFacets, taskMapping } from './synthesis-queries.js';
 import { iterationPage, trainingRunPage } from './training-pages.js';
@@ -75,8 +77,13 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
   app.get('/', async (c) => c.html(await runsPage(await listRuns(pool), ui)));
 
   app.get('/runs/:id', async (c) => {
-    const run = await findRun(pool, c.req.param('id'));
-    if (!run) return c.html(await page('Not found', [], html`<p>No run ${c.req.param('id')}.</p>`), 404);
+    const found = await findRun(pool, c.req.param('id'));
+    if (!found) return c.html(await page('Not found', [], html`<p>No run ${c.req.param('id')}.</p>`), 404);
+    // A study names its toy roles in its own standing section; every other page in its header.
+    const run =
+      found.kind === 'ScalingStudy'
+        ? found
+        : { ...found, toyRoles: await queryRolesAnsweredBy(pool, found.runId, EMBEDDED_MODEL_NAME) };
     const usage = await usageByRole(pool, run.runId);
     switch (run.kind) {
       case 'Synthesis': {

@@ -1,3 +1,4 @@
+import { embeddedToyLabel } from '../../activities/llm/default-endpoint.js';
 import { html, href, json, page, section, seg, table, usd, when, type Fragment } from './html.js';
 import type { RoleUsageRow, RunRow } from './runs-queries.js';
 
@@ -69,7 +70,15 @@ export function usageSection(usage: readonly RoleUsageRow[]): Fragment {
  * secrets: an endpoint names the variable of its key, never the key).
  */
 export function runHeader(
-  run: { runId: string; kind: string; state: string; spec?: unknown; pauseReason?: string | null },
+  run: {
+    runId: string;
+    kind: string;
+    state: string;
+    spec?: unknown;
+    pauseReason?: string | null;
+    /** Roles the embedded toy model answered: the page says its figures are a toy's. */
+    toyRoles?: readonly string[];
+  },
   ui: TemporalUi,
 ): Fragment {
   return html`<p class="run-header">
@@ -77,6 +86,7 @@ export function runHeader(
       <a href="${temporalLink(ui, run.runId)}" target="_blank" rel="noopener">open in the Temporal UI</a>
     </p>
     ${run.pauseReason ? html`<p class="pause-reason">Paused by itself: ${run.pauseReason}</p>` : ''}
+    ${run.toyRoles?.length ? html`<p class="warning" role="alert">${embeddedToyLabel(run.toyRoles)}</p>` : ''}
     ${
       run.spec === undefined
         ? ''
