@@ -4,10 +4,13 @@ import { ModelEndpointSchema, type ModelEndpoint } from '../../schemas/model-end
 /** Model name the embedded server reports. */
 export const EMBEDDED_MODEL_NAME = 'smollm2-135m-instruct';
 
+/** How reports name the embedded model wherever it played a role. */
+export const EMBEDDED_TOY = 'embedded SmolLM2-135M (toy)';
+
 /** What a run's report and page open with when the embedded toy model answered any of its roles. */
 export function embeddedToyLabel(roles: readonly string[]): string {
   return (
-    `Toy figures: the embedded SmolLM2-135M (toy) answered as ${roles.join(', ')}; what it wrote and ` +
+    `Toy figures: the ${EMBEDDED_TOY} answered as ${roles.join(', ')}; what it wrote and ` +
     'any score it decided are not meaningful (MOCKWORLD_MODEL_URL points the workers at a real model).'
   );
 }

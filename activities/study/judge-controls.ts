@@ -14,7 +14,7 @@ import { compactAnswer } from './protocols/math-text.js';
 import { optionLetter, optionsOf } from './protocols/question-format.js';
 import { parseNumericAnswer } from './protocols/numeric-answer.js';
 import { resolveOption } from './protocols/answers.js';
-import type { StudyQuestion } from './questions.js';
+import { studyQuestions, type StudyQuestion } from './questions.js';
 
 export type ControlKind = 'reference' | 'wrong';
 
@@ -27,16 +27,22 @@ export interface ControlAnswer {
 
 const boxed = (answer: string) => `The final answer is \\boxed{${answer}}.`;
 
+/** A wrong answer from the question itself (another option, another number); null for a text gold. */
+function ownWrongAnswer(question: StudyQuestion): string | null {
+  const options = optionsOf(question);
+  const gold = options.length > 0 ? resolveOption(question.answer, options) : null;
+  if (gold !== null) return optionLetter((gold + 1) % options.length);
+  const value = parseNumericAnswer(question.answer);
+  return value && !value.percent ? String(value.value + Math.max(1, Math.abs(value.value))) : null;
+}
+
 /**
  * A wrong answer to `question`: another option for a multiple-choice question, a different
  * number for a numeric gold, else the reference of another question of the study (`others`).
  */
 export function wrongAnswer(question: StudyQuestion, others: readonly StudyQuestion[]): string {
-  const options = optionsOf(question);
-  const gold = options.length > 0 ? resolveOption(question.answer, options) : null;
-  if (gold !== null) return optionLetter((gold + 1) % options.length);
-  const value = parseNumericAnswer(question.answer);
-  if (value && !value.percent) return String(value.value + Math.max(1, Math.abs(value.value)));
+  const own = ownWrongAnswer(question);
+  if (own !== null) return own;
   const goldKey = compactAnswer(question.answer).toLowerCase();
   const other = others.find(
     (o) => o.questionId !== question.questionId && compactAnswer(o.answer).toLowerCase() !== goldKey,
@@ -64,29 +70,20 @@ export async function ensureJudgeControls(
   input: { studyId: string; judge: ModelRole; questionIds: readonly string[] },
 ): Promise<void> {
   if (input.questionIds.length === 0) return;
-  const { rows: questions } = await pool.query<{
-    question_id: string;
-    domain: string;
-    question: string;
-    answer: string;
-    options: string[] | null;
-    graded: number;
-  }>(
-    `SELECT q.question_id, q.domain, q.question, q.answer, q.options,
-            (SELECT count(*)::int FROM study_judge_controls c
-              WHERE c.study_id = q.study_id AND c.question_id = q.question_id) AS graded
-       FROM study_questions q WHERE q.study_id = $1 ORDER BY q.source, q.idx`,
-    [input.studyId],
+  // Most calls find every control graded already: only those questions are read, and the whole
+  // study only when a text gold needs another question's reference as its wrong answer.
+  const { rows: graded } = await pool.query<{ question_id: string }>(
+    `SELECT question_id FROM study_judge_controls WHERE study_id = $1 AND question_id = ANY($2)
+      GROUP BY question_id HAVING count(*) >= 2`,
+    [input.studyId, input.questionIds],
   );
-  const all: StudyQuestion[] = questions.map((q) => ({
-    questionId: q.question_id,
-    domain: q.domain,
-    question: q.question,
-    answer: q.answer,
-    options: q.options,
-  }));
-  const wanted = new Set(input.questionIds);
-  const pending = all.filter((q, i) => wanted.has(q.questionId) && questions[i]!.graded < 2);
+  const done = new Set(graded.map((r) => r.question_id));
+  const pendingIds = input.questionIds.filter((id) => !done.has(id));
+  if (pendingIds.length === 0) return;
+  const pending = await studyQuestions(pool, input.studyId, pendingIds);
+  const all = pending.some((q) => ownWrongAnswer(q) === null)
+    ? await studyQuestions(pool, input.studyId)
+    : [];
   await Promise.all(
     pending.flatMap((question) =>
       controlAnswers(question, all).map(async (control) => {

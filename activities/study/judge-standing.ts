@@ -6,12 +6,11 @@
 import type pg from 'pg';
 import { embeddedModelUrl, loadEnvironment } from '../../schemas/environment.js';
 import type { ModelEndpoint } from '../../schemas/model-endpoint.js';
-import { EMBEDDED_MODEL_NAME, resolveEndpoint } from '../llm/default-endpoint.js';
+import { EMBEDDED_MODEL_NAME, EMBEDDED_TOY, resolveEndpoint } from '../llm/default-endpoint.js';
 import { judgeCheck, type JudgeCheck } from './judge-controls.js';
 
 /** The threshold of studies recorded before judge controls existed. */
 const DEFAULT_MIN_PASS_RATE = 0.9;
-const EMBEDDED = 'embedded SmolLM2-135M (toy)';
 
 export interface JudgeStanding extends JudgeCheck {
   readonly minPassRate: number;
@@ -60,9 +59,9 @@ export async function studyJudgeStanding(
 
   const toyLabels: string[] = [];
   if (isEmbedded(spec.judge?.endpoint) && asked > 0 && (check.controlPassRate ?? 0) < minPassRate)
-    toyLabels.push(`judge: ${EMBEDDED}: the ${asked} verdicts it gave are not meaningful`);
+    toyLabels.push(`judge: ${EMBEDDED_TOY}: the ${asked} verdicts it gave are not meaningful`);
   if (isEmbedded(spec.teacher?.endpoint))
-    toyLabels.push(`teacher: ${EMBEDDED}: the training data it wrote is not meaningful`);
+    toyLabels.push(`teacher: ${EMBEDDED_TOY}: the training data it wrote is not meaningful`);
   if (spec.student?.base?.kind === 'tiny')
     toyLabels.push(
       'student: a tiny randomly initialized model (toy): its scores test the pipeline, not a method',
@@ -92,4 +91,17 @@ export function standingMarkdown(standing: JudgeStanding): string {
           'CORRECT and a wrong answer INCORRECT. Controls never enter a score.',
   );
   return `${lines.join('\n')}\n`;
+}
+
+/** A standing in one line, and its toy roles `; `-separated: what the run summary records. */
+export function standingSummary(standing: JudgeStanding): { judge: string; toyFigures?: string } {
+  const { decidedBy, controls, controlsPassed, controlPassRate, minPassRate } = standing;
+  const controlText =
+    controlPassRate === null
+      ? 'no controls needed'
+      : `${controlsPassed} of ${controls} controls passed (${percent(controlPassRate)}; threshold ${percent(minPassRate)})`;
+  const judge =
+    `${standing.unreliable ? 'UNRELIABLE' : 'ok'}: ${controlText}; verdicts by checker ${decidedBy.checker}, ` +
+    `by judge ${decidedBy.judge}, judge failed ${decidedBy.judgeFailed}`;
+  return standing.toyLabels.length ? { judge, toyFigures: standing.toyLabels.join('; ') } : { judge };
 }

@@ -132,6 +132,20 @@ export async function questionsOf(
   return rows.map(toQuestion);
 }
 
+/** Questions of every source in source and file order: all of them, or those of `ids`. */
+export async function studyQuestions(
+  pool: pg.Pool,
+  studyId: string,
+  ids?: readonly string[],
+): Promise<StudyQuestion[]> {
+  const { rows } = await pool.query<QuestionRow>(
+    `SELECT question_id, domain, question, answer, options FROM study_questions
+      WHERE study_id = $1 AND ($2::text[] IS NULL OR question_id = ANY($2)) ORDER BY source, idx`,
+    [studyId, ids ?? null],
+  );
+  return rows.map(toQuestion);
+}
+
 /** One question; a missing one is a bug in the caller, not a retryable condition. */
 export async function questionById(
   pool: pg.Pool,

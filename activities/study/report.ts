@@ -8,7 +8,12 @@ import { renderStudyReport } from './analysis/report.js';
 import { renderChartSvg } from '../charts/render.js';
 import { sweepMeanGap } from './analysis/gap.js';
 import { judgeCheck } from './judge-controls.js';
-import { standingMarkdown, studyJudgeStanding, type JudgeStanding } from './judge-standing.js';
+import {
+  standingMarkdown,
+  standingSummary,
+  studyJudgeStanding,
+  type JudgeStanding,
+} from './judge-standing.js';
 import type { MatchedBudgetSample, ProtocolCurve, StudyReportInput } from '../../schemas/study-report.js';
 
 /** Budget whose pool the intrinsic metrics are measured on (seed 002 reports r = 8). */
@@ -110,22 +115,6 @@ export interface WrittenStudyReport {
   };
   /** Whether the figures can be believed: the judge's controls and the toy roles. */
   readonly standing: JudgeStanding;
-}
-
-/** The one-line summary fields of a standing (`mockworld report` prints them as they are). */
-function standingSummary(
-  standing: JudgeStanding,
-): Pick<WrittenStudyReport['summary'], 'judge' | 'toyFigures'> {
-  const { decidedBy, controls, controlsPassed, controlPassRate, minPassRate } = standing;
-  const pct = (rate: number) => `${(100 * rate).toFixed(0)}%`;
-  const controlText =
-    controlPassRate === null
-      ? 'no controls needed'
-      : `${controlsPassed} of ${controls} controls passed (${pct(controlPassRate)}; threshold ${pct(minPassRate)})`;
-  const judge =
-    `${standing.unreliable ? 'UNRELIABLE' : 'ok'}: ${controlText}; verdicts by checker ${decidedBy.checker}, ` +
-    `by judge ${decidedBy.judge}, judge failed ${decidedBy.judgeFailed}`;
-  return standing.toyLabels.length ? { judge, toyFigures: standing.toyLabels.join('; ') } : { judge };
 }
 
 /** A report's markdown with the standing right under its title, where no reader misses it. */
