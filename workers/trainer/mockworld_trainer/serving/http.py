@@ -120,9 +120,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        # Counted before the body goes out: a client that has its answer finds it in /metrics.
         seconds = time.monotonic() - self._started
         metrics.REQUEST_SECONDS.labels(self._route, metrics.outcome_of(status)).observe(seconds)
+        self.wfile.write(payload)
 
 
 def version_headers(served: Served, run_id: str | None) -> dict[str, str]:
