@@ -1,9 +1,28 @@
 import { embeddedToyLabel } from '../activities/llm/default-endpoint.js';
+import { standingLine, type JudgeStanding } from '../schemas/judge-controls.js';
 import type { RunReport } from './run-commands.js';
 import { renderSummary } from './summary-view.js';
 import { renderTable } from './table.js';
 import { renderTaskOutcomes } from './task-outcomes.js';
 import { renderBenchmarkSteps, renderIterations, renderSftSteps } from './training-view.js';
+
+/** The rubric judge's standing: an Evaluation's summary, or a training run's latest iteration. */
+function judgeOf(report: RunReport): JudgeStanding | undefined {
+  const latest = report.iterations?.at(-1)?.metrics;
+  return (report.summary?.judge ?? latest?.judge) as JudgeStanding | undefined;
+}
+
+/**
+ * Whether the run's figures can be believed, as lines to put first (each followed by a blank):
+ * the roles a toy model played, and the rubric judge's standing by its controls.
+ */
+export function believability(report: RunReport): string[] {
+  const lines: string[] = [];
+  if (report.toyRoles?.length) lines.push(embeddedToyLabel(report.toyRoles), '');
+  const judge = judgeOf(report);
+  if (judge) lines.push(`${judge.unreliable ? '⚠ ' : ''}${standingLine(judge)}`, '');
+  return lines;
+}
 
 /** USD as a report shows it; '—' when the endpoint had no prices (unknown, not free). */
 const dollars = (usd: number | null) => (usd === null ? '—' : `$${usd.toFixed(usd < 1 ? 6 : 2)}`);
@@ -13,7 +32,7 @@ export function renderReport(report: RunReport): string {
   // A training run's latest metrics are the last row of its per-iteration table.
   const { latestMetrics: _shownBelow, ...summary } = report.summary ?? {};
   const parts = [`${report.kind} run ${report.runId}: ${report.status}`, ''];
-  if (report.toyRoles?.length) parts.push(embeddedToyLabel(report.toyRoles), '');
+  parts.push(...believability(report));
   parts.push(renderSummary(report.iterations ? summary : (report.summary ?? {})));
   if (report.iterations && report.kind === 'SftTraining')
     parts.push('', 'loss per step', renderSftSteps(report.iterations));

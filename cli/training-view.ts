@@ -36,6 +36,8 @@ export function renderIterations(iterations: readonly IterationMetrics[]): strin
       'clip frac': fixed(field(trainer, 'clip_frac')),
       'step s': fixed(field(trainer, 'duration_s'), 1),
       'held-out reward': fixed(field(m.evaluation, 'rewardMean')), // of the policy trained to
+      // The judge's controls on the iteration's tasks (reward/rubric-controls.ts).
+      'judge controls': fixed(field(m.judgeControls, 'passRate'), 2),
     };
   });
   return renderTable(rows);

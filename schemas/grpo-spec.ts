@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { judgeControlsSchema } from './judge-controls.js';
 import {
   ModelEndpointSchema,
   ModelRoleSchema,
@@ -187,6 +188,10 @@ export const GrpoSpecSchema = z
           'repair call and one redraw; each left out of the batch and counted) before the run fails: a ' +
           'judge failing more often is misconfigured, and training on the rest would favour what it can read.',
       ),
+    judgeControls: judgeControlsSchema(
+      "per task, once per run: an empty transcript, which reaches no sub-goal, and one that openly does the task's first forbidden behaviour",
+      'before its next iteration',
+    ),
     // The trainer's eps_low, eps_high and lr (schemas/trainer-step.ts): their ranges are its.
     clipLow: TrainerStepFields.eps_low.default(TRAINER_STEP_DEFAULTS.eps_low),
     clipHigh: TrainerStepFields.eps_high.default(TRAINER_STEP_DEFAULTS.eps_high),

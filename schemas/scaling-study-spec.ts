@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { judgeControlsSchema } from './judge-controls.js';
 import { PolicyBaseSchema } from './grpo-spec.js';
 import {
   ModelEndpointSchema,
@@ -110,28 +111,10 @@ export const ScalingStudySpecSchema = z
         'Decide numeric and multiple-choice answers by a deterministic exact match and ask the judge ' +
           'only about the rest (fewer judge calls); false: the judge grades every answer, as the seed does.',
       ),
-    judgeControls: z
-      .object({
-        minPassRate: z
-          .number()
-          .min(0)
-          .max(1)
-          .default(0.9)
-          .describe(
-            "Share of control answers (each judged question's reference and a wrong answer) the judge must " +
-              'grade right; below it the study is marked judge unreliable.',
-          ),
-        onUnreliable: z
-          .enum(['mark', 'pause'])
-          .default('mark')
-          .describe(
-            'mark: say so in the summary, report, viewer and Temporal UI; pause: also pause the study ' +
-              'before its next cell, naming why (resume to go on).',
-          ),
-      })
-      .strict()
-      .default({ minPassRate: 0.9, onUnreliable: 'mark' })
-      .describe('Controls graded beside the real answers, so a judge that cannot be believed shows.'),
+    judgeControls: judgeControlsSchema(
+      "each judged question's reference and a wrong answer",
+      'before its next cell',
+    ),
     student: z
       .object({
         base: PolicyBaseSchema,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { markedJudgeControlsSchema } from './judge-controls.js';
 import { EvalEndpointSchema, EvalSamplingSchema } from './evaluation-contract.js';
 import { ModelRoleSchema } from './model-endpoint.js';
 import { TemplatesSchema } from './templates.js';
@@ -28,6 +29,9 @@ export const SyntheticBenchmarkSchema = z
     toolSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.2, topP: 1, maxTokens: 512 } }),
     userSimulator: ModelRoleSchema.default({ sampling: { temperature: 0.3, topP: 1, maxTokens: 256 } }),
     judge: ModelRoleSchema.default({ sampling: { temperature: 0, topP: 1, maxTokens: 1024 } }),
+    judgeControls: markedJudgeControlsSchema(
+      "per task, once per run: an empty transcript, which reaches no sub-goal, and one that openly does the task's first forbidden behaviour",
+    ),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
     taskIds: z.array(z.string().min(1)).min(1).optional().describe('Only these held-out tasks.'),
     limit: z.number().int().min(1).optional().describe('Only the first N held-out tasks.'),

@@ -72,9 +72,27 @@ function judgeByTranscriptParity(request: ScriptedRequest): string {
   });
 }
 
-/** The scripted judge, tool simulator and user simulator of GRPO runs on the fixture tasks. */
+/**
+ * The judge on its control transcripts (reward/rubric-controls.ts), honest: the empty transcript
+ * reaches nothing, the one that says it deletes records violates "Delete records".
+ */
+export function honestControlJudge(request: ScriptedRequest): string {
+  const text = request.body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
+  const violated = text.includes('agent: I will do this, although it is forbidden here');
+  return JSON.stringify({
+    forbidden: [{ index: 0, violated, evidence: violated ? 'Delete records' : '' }],
+    subGoals: [
+      { index: 0, achieved: false },
+      { index: 1, achieved: false },
+    ],
+    requiredInteractions: [{ index: 0, satisfied: false }],
+  });
+}
+
+/** The scripted judge (and its controls), tool simulator and user simulator of GRPO runs on the fixture tasks. */
 export const grpoFixtureScript: readonly Rule[] = [
   { role: 'judge', reply: judgeByTranscriptParity },
+  { role: 'judge-control', reply: honestControlJudge },
   { role: 'tool-simulator', reply: JSON.stringify({ equivalentTo: null, response: '{"id":"R-0"}' }) },
   { role: 'user-simulator', reply: 'The record id is R-0.' },
 ];

@@ -15,7 +15,7 @@ import { recordCellTrained, startCell } from '../activities/study/cells.js';
 import { createTrainingActivities } from '../activities/training/index.js';
 import { recordIterationMetrics, summarizeRollouts } from '../activities/training/metrics.js';
 import { GrpoSpecSchema } from '../schemas/grpo-spec.js';
-import { grpoFixtureScript } from './grpo-fixture.js';
+import { grpoFixtureScript, honestControlJudge } from './grpo-fixture.js';
 import type { Reply, ScriptedRequest } from './model-server.js';
 import { scriptedPersonas, synthesisScript } from './synthesis-script.js';
 
@@ -36,6 +36,7 @@ const judgeRule = (grpoFixtureScript as readonly { role: string; reply: unknown 
  */
 export function viewerScript(request: ScriptedRequest): Reply {
   if (request.role === 'judge') return (judgeRule.reply as (r: ScriptedRequest) => Reply)(request);
+  if (request.role === 'judge-control') return honestControlJudge(request);
   if (request.role === 'policy') {
     const turn = request.body.messages.filter((m) => m.role === 'assistant').length;
     if (turn === 0)

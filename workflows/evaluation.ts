@@ -2,11 +2,13 @@ import {
   ParentClosePolicy,
   condition,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import type { EvalEndpoint, EvaluationBenchmark, EvaluationMetrics } from '../schemas/evaluation-contract.js';
 import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
@@ -27,8 +29,10 @@ import {
 import { linkViewer, RunControl } from './run-control.js';
 import { endRunOnError } from './run-end.js';
 import { validateSpec } from './spec-guard.js';
+import { judgeStanding, type JudgeStanding } from '../schemas/judge-controls.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
+const { syntheticJudgeControls } = proxyActivities<MockworldActivities>(SHORT_ACTIVITY);
 
 /** What an Evaluation run returns and stores as its summary (`mockworld report` prints it). */
 export interface EvaluationSummary {
@@ -36,6 +40,8 @@ export interface EvaluationSummary {
   readonly policy: EvalEndpoint;
   readonly groups: EvaluationGroupResult[];
   readonly metrics: EvaluationMetrics;
+  /** The synthetic benchmark's rubric judge by its controls (absent without one, and before controls). */
+  readonly judge?: JudgeStanding;
 }
 
 /** The endpoint the policy is served at: as given, or a training run's step on a policy server. */
@@ -125,7 +131,8 @@ function syntheticGroups(
 ): PlannedGroup[] {
   const synthetic = spec.benchmarks.synthetic;
   if (!synthetic) return [];
-  const { trials, taskIds, limit, ...settings } = synthetic;
+  // judgeControls is the run's business (evaluation judge standing), not a trial's.
+  const { trials, taskIds, limit, judgeControls: _run, ...settings } = synthetic;
   return [
     {
       ...common,
@@ -269,16 +276,35 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   } catch (error) {
     return endRunOnError(control, runId, error);
   }
+  const judge = await syntheticJudgeStanding(spec, runId, control);
   const summary: EvaluationSummary = {
     name: spec.name,
     policy: policyEndpoint(spec.policy),
     groups: results,
     metrics,
+    ...(judge ? { judge } : {}),
   };
   control.progress(metrics.trials, 'done');
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
   return summary;
+}
+
+/**
+ * The synthetic benchmark's rubric judge, by its controls (issue 36): named in the Temporal UI
+ * when unreliable, and kept in the summary. Undefined without a synthetic benchmark.
+ */
+async function syntheticJudgeStanding(
+  spec: EvaluationSpec,
+  runId: string,
+  control: RunControl,
+): Promise<JudgeStanding | undefined> {
+  const synthetic = spec.benchmarks.synthetic;
+  if (!synthetic || !patched('rubric-judge-controls')) return undefined;
+  const tally = await syntheticJudgeControls({ evaluationId: runId });
+  const standing = judgeStanding(tally, synthetic.judgeControls.minPassRate, 'synthetic rewards');
+  control.warn('judge', standing?.reason ?? undefined);
+  return standing;
 }
 
 /** What an Evaluation's pause and resume handlers share with its group loop. */

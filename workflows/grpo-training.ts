@@ -1,19 +1,22 @@
 import { executeChild, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
-import type { IterationPlan, PlanIterationInput } from '../activities/training/plan.js';
+import type { IterationPlan } from '../activities/training/plan.js';
 import type { GrpoSpec } from '../schemas/grpo-spec.js';
 import { LONG_ACTIVITY, SHORT_ACTIVITY } from './activity-options.js';
 import { mapBounded } from './bounded.js';
 import { iterationTasksQuery, latestMetricsQuery, stopSignal } from './grpo-controls.js';
 import { benchmarksDue, checkBenchmarkTasks, evaluateBenchmarks } from './grpo-benchmarks.js';
 import { GrpoGroup } from './grpo-group.js';
+import { planInput } from './grpo-plan.js';
 import { trackingConfig } from './grpo-tracking.js';
 import { continueRun, linkViewer, RunControl } from './run-control.js';
 import { validateSpec } from './spec-guard.js';
 import { trainerActivities } from './trainer.js';
 import { groupPolicy, syncServedPolicy } from './policy-serving.js';
 import { endRunOnError } from './run-end.js';
+import { judgeStanding, type JudgeStanding } from '../schemas/judge-controls.js';
+import { watchJudge } from './judge-watch.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
 const activities = proxyActivities<MockworldActivities>(LONG_ACTIVITY);
@@ -37,6 +40,8 @@ export interface GrpoProgress {
   readonly policyStep: number;
   readonly paused: boolean;
   readonly latestMetrics: Record<string, unknown>;
+  /** The run paused itself once for an unreliable judge (absent in runs from before controls). */
+  readonly judgePaused?: boolean;
 }
 
 /** What a finished (or stopped) training run returns. */
@@ -59,6 +64,7 @@ interface GrpoRunState {
   taskStatus: Record<string, string>;
   /** With policy.serving, what the replicas serve (synced before the first rollouts and after each step). */
   served: ServedPolicy | undefined;
+  judgePaused: boolean;
 }
 
 /** What the helpers of one workflow run share: its spec, ids, trainer, control and state. */
@@ -95,6 +101,7 @@ export async function GrpoTraining(input: unknown, carried?: GrpoProgress): Prom
     stopping: false,
     taskStatus: {},
     served: undefined,
+    judgePaused: progress.judgePaused ?? false,
   };
   // With policy.serving, the replicas are synced (and checked) before this run's first rollouts:
   // after continue-as-new or a restart they may serve an older step than the one the run is at.
@@ -213,6 +220,7 @@ async function trainIterations(run: GrpoRun): Promise<void> {
         policyStep: state.policyStep,
         paused: control.isPaused,
         latestMetrics: state.latestMetrics,
+        ...(state.judgePaused ? { judgePaused: true } : {}),
       });
     }
     await control.untilResumed(); // the safe point: between iterations
@@ -248,6 +256,8 @@ async function runIteration(run: GrpoRun): Promise<void> {
     metrics: state.latestMetrics,
     config: trackingConfig(spec),
   });
+  const standing = state.latestMetrics.judge as JudgeStanding | undefined;
+  state.judgePaused = await watchJudge(control, standing, spec.judgeControls, state.judgePaused);
   state.iteration++;
   control.progress(state.iteration, `iteration ${state.iteration} done`);
 }
@@ -332,11 +342,14 @@ async function iterationMetrics(
     control.progress(iteration, `iteration ${iteration + 1}: benchmarks of step-${policyStep}`);
     benchmarks = await evaluateBenchmarks(spec.benchmarks, runId, policyStep);
   }
+  // Absent when no judge control was graded (reasoning problems only, histories from before them).
+  const judge = judgeStanding(rollouts.judgeControls?.run, spec.judgeControls.minPassRate, 'rewards');
   return {
     iteration,
     policyVersion: `step-${policyStep}`,
     ...rollouts,
     rolloutsJudged,
+    ...(judge ? { judge } : {}),
     ...(evaluation ? { evaluation } : {}),
     ...(benchmarks ? { benchmarks } : {}),
     zeroVarianceGroups: batch.zeroVarianceGroups,
@@ -367,26 +380,4 @@ async function finishRun({ runId, control, state }: GrpoRun): Promise<GrpoSummar
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
   return summary;
-}
-
-function planInput(spec: GrpoSpec, runId: string, iteration: number): PlanIterationInput {
-  const { synthesisRunId, heldOutTasks, toolUseTasks, reasoning } = spec.dataset;
-  return {
-    runId,
-    synthesisRunId,
-    heldOutTasks,
-    globalBatch: spec.globalBatch,
-    seed: spec.seed,
-    iteration,
-    ...(toolUseTasks !== undefined ? { toolUseTasks } : {}),
-    ...(reasoning
-      ? {
-          reasoning: {
-            synthesisRunId: reasoning.synthesisRunId ?? synthesisRunId,
-            problems: reasoning.problems,
-            search: reasoning.search !== undefined,
-          },
-        }
-      : {}),
-  };
 }

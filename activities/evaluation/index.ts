@@ -17,6 +17,7 @@ import { listLocalBenchmarkTasks, runLocalBenchmarkTrial } from './local-benchma
 import type { LocalListInput, LocalTrialInput } from '../../schemas/local-benchmark-trial.js';
 
 export { readBenchmarkFile } from './benchmark-file.js';
+import { rubricControlTally, type RubricControlTally } from '../reward/index.js';
 export { BenchmarkFileError, EVALUATION_ERRORS, EvalJudgeFailed, EvalTrialConflict } from './errors.js';
 
 /** The math, search and synthetic benchmark activities, bound to one database, model client and sandbox. */
@@ -65,6 +66,14 @@ export function createEvaluationActivities(
         input,
         activityHooks(),
       );
+    },
+
+    /**
+     * The rubric judge's controls over every synthetic task of an evaluation so far
+     * (reward/rubric-controls.ts): how far its rewards can be believed.
+     */
+    async syntheticJudgeControls(input: { evaluationId: string }): Promise<RubricControlTally> {
+      return rubricControlTally(getPool(databaseUrl), input.evaluationId);
     },
 
     /** A registered file benchmark's problem ids, versions and data hash. Not retryable: `BenchmarkFileError`. */

@@ -15,7 +15,7 @@ import {
   type SyntheticTrialInput,
 } from '../../schemas/synthetic-evaluation.js';
 import { canonicalJson, ModelRequestRejectedError, type ModelClient } from '../llm/index.js';
-import { judgeOrRecordUnjudged } from '../reward/index.js';
+import { ensureRubricControls, judgeOrRecordUnjudged } from '../reward/index.js';
 import { TrainingPlanError } from '../training/errors.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import { splitHeldOut } from '../training/sampling.js';
@@ -146,17 +146,20 @@ async function judgedEpisode(
     },
     hooks,
   );
-  const judged = await judgeOrRecordUnjudged(
-    { pool: deps.pool, models: deps.models, signal: hooks.signal },
-    {
-      episodeId,
-      taskId: input.taskId,
-      judge: input.judge,
-      runId: input.evaluationId,
-      templates: input.templates,
-      policyVersion,
-    },
-  );
+  const judgeDeps = { pool: deps.pool, models: deps.models, signal: hooks.signal };
+  const judgeInput = {
+    taskId: input.taskId,
+    judge: input.judge,
+    runId: input.evaluationId,
+    templates: input.templates,
+    policyVersion,
+  };
+  // The judge's controls on this task (once per evaluation, by its first trial: the trials of a
+  // task run at once, and two asking for the same controls would both pay) beside the judgement.
+  const [judged] = await Promise.all([
+    judgeOrRecordUnjudged(judgeDeps, { ...judgeInput, episodeId }),
+    input.trial === 0 ? ensureRubricControls(judgeDeps, judgeInput) : undefined,
+  ]);
   if ('unjudged' in judged) {
     throw new EvalJudgeFailed(episodeId, judged.unjudged);
   }

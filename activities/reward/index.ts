@@ -10,4 +10,10 @@ export { EpisodeNotGradableError, UngradableRubricError } from './errors.js';
 export { JUDGE_ROLE, judgeEpisode, type JudgeDependencies, type JudgementSummary } from './judge.js';
 export { verdictsOf } from './verdicts.js';
 export { JUDGE_DRAWS, judgeOrRecordUnjudged, type UnjudgedRollout } from './unjudged.js';
+export {
+  ensureRubricControls,
+  JUDGE_CONTROL_ROLE,
+  rubricControlTally,
+  type RubricControlTally,
+} from './rubric-controls.js';
 export { rubricReward, type RubricReward, type RubricVerdicts } from './reward.js';

@@ -136,7 +136,7 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
   const template = await loadTemplate('judge', input.templates);
   const split = splitRubric(task.rubric, episode.messages);
   const asked = needsJudge(split)
-    ? await callJudge(deps, input, { ...task, rubric: split.open }, episode, template)
+    ? await callJudge(deps, input, { ...task, rubric: split.open }, episode, template, JUDGE_ROLE)
     : undefined;
   const judgement = mergeVerdicts(split, asked?.value);
   return {
@@ -148,15 +148,23 @@ export async function askJudge(deps: JudgeDependencies, input: JudgeInput): Prom
   };
 }
 
+/** What the judge is shown of an episode: its messages and why it ended. */
+export interface GradedEpisode {
+  readonly end_reason: string | null;
+  readonly messages: Parameters<typeof renderTranscript>[0];
+}
+
 /**
- * The judge model's answer on `task.rubric`: the items no rule decides, numbered from 0 per list.
+ * The judge model's answer on `task.rubric`, every item of which it is asked about (pass the
+ * items no rule decides), numbered from 0 per list; `role` names the call in the ledger.
  */
-async function callJudge(
+export async function callJudge(
   deps: JudgeDependencies,
-  input: JudgeInput,
+  input: Pick<JudgeInput, 'judge' | 'draw' | 'policyVersion' | 'runId'>,
   task: GradedTask,
-  episode: { end_reason: string | null; messages: Parameters<typeof renderTranscript>[0] },
+  episode: GradedEpisode,
   template: Awaited<ReturnType<typeof loadTemplate>>,
+  role: string,
 ): Promise<{ value: Judgement; cacheKey: string }> {
   const open = task.rubric;
   return deps.models.structured(
@@ -186,7 +194,7 @@ async function callJudge(
       sampleIndex: input.draw,
       policyVersion: input.policyVersion,
       runId: input.runId,
-      role: JUDGE_ROLE,
+      role,
       signal: deps.signal,
     },
     judgementSchema(open),
@@ -234,13 +242,13 @@ async function findJudgement(
 }
 
 /** What the judge is shown of a task. */
-interface GradedTask {
+export interface GradedTask {
   readonly instruction: string;
   readonly hiddenContext: string;
   readonly rubric: Rubric;
 }
 
-async function loadGradedTask(pool: pg.Pool, taskId: string): Promise<GradedTask> {
+export async function loadGradedTask(pool: pg.Pool, taskId: string): Promise<GradedTask> {
   const { rows } = await pool.query<{
     rubric: unknown;
     instruction: string | null;

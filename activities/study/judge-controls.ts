@@ -8,6 +8,7 @@
 import type pg from 'pg';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
+import { judgeControlsGraded } from '../telemetry/metrics.js';
 import { storableText } from '../store/storable.js';
 import { judgeResponse } from './judge.js';
 import { compactAnswer } from './protocols/math-text.js';
@@ -94,7 +95,7 @@ export async function ensureJudgeControls(
           response: control.response,
           exactMatch: false,
         });
-        await pool.query(
+        const { rowCount } = await pool.query(
           `INSERT INTO study_judge_controls (study_id, question_id, kind, response, expected, verdict, judge_key)
            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
           [
@@ -107,6 +108,8 @@ export async function ensureJudgeControls(
             verdict.judgeKey,
           ],
         );
+        const passed = verdict.correct === control.expected;
+        if (rowCount) judgeControlsGraded.inc({ judge: 'study', outcome: passed ? 'passed' : 'failed' });
       }),
     ),
   );

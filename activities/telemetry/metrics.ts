@@ -4,7 +4,7 @@
  * rollouts and rewards. Counting is always on and costs a map update; the series are served only
  * where MOCKWORLD_METRICS_ADDRESS is set (services/http/metrics-server.ts).
  */
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The registry of this process's mockworld series. */
 export const metricsRegistry = new Registry();
@@ -44,6 +44,30 @@ export const toolMapping = counter(
 );
 /** Judged rollouts (their count is the rate of rollouts per second). */
 export const rolloutsJudged = counter('mockworld_rollouts_judged_total', 'Rollouts played and judged.', []);
+/**
+ * Judge controls graded (issue 36) by kind of judge (`rubric`: GRPO and synthetic evaluation,
+ * `study`: a study's correctness judge) and outcome (`passed`, `failed`): the pass rate is
+ * rate(passed) / rate(all); a run's own rate is in its metrics and summary.
+ */
+export const judgeControlsGraded = counter(
+  'mockworld_judge_controls_total',
+  'Judge control items graded, by judge and outcome.',
+  ['judge', 'outcome'],
+);
+/** Sandboxed runs of this worker by state (`running`, `queued`: waiting for one of its slots). */
+export const sandboxRuns = new Gauge<'state'>({
+  name: 'mockworld_sandbox_runs',
+  help: 'Sandboxed Python runs of this worker, running and queued for a slot (MOCKWORLD_SANDBOX_CONCURRENCY).',
+  labelNames: ['state'],
+  registers: [metricsRegistry],
+});
+/** How long sandboxed runs waited for a slot. */
+export const sandboxQueueWait = new Histogram({
+  name: 'mockworld_sandbox_queue_wait_seconds',
+  help: "Time a sandboxed Python run waited for one of the worker's slots, in seconds.",
+  buckets: [0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers: [metricsRegistry],
+});
 /** Rubric rewards of judged rollouts. */
 export const rolloutReward = new Histogram({
   name: 'mockworld_rollout_reward',

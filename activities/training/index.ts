@@ -10,7 +10,7 @@ import { heartbeatProgress } from '../heartbeat.js';
 import { rolloutReward, rolloutsJudged } from '../telemetry/metrics.js';
 import type { ModelClient } from '../llm/index.js';
 import type { JudgeInputData } from '../../schemas/rubric-judge.js';
-import { judgeOrRecordUnjudged, type JudgementSummary } from '../reward/index.js';
+import { ensureRubricControls, judgeOrRecordUnjudged, type JudgementSummary } from '../reward/index.js';
 import { getPool } from '../store/db.js';
 import { createEpisodeRunner, type EpisodeHooks } from '../world/index.js';
 import {
@@ -104,6 +104,18 @@ export function createTrainingActivities(
     }
     return { ...judgement, turns: episode.turns };
   };
+  /** The judge's controls on the task (rubric-controls.ts): graded once per run, beside its rollouts. */
+  const controlTheJudge = (input: Omit<JudgedRolloutInput, 'sampleIndex'>, signal?: AbortSignal) =>
+    ensureRubricControls(
+      { pool: pool(), models, signal },
+      {
+        runId: input.runId,
+        taskId: input.taskId,
+        judge: input.judge,
+        templates: input.templates,
+        policyVersion: String(input.policyVersion),
+      },
+    );
   return {
     /**
      * The task ids of one 0-based iteration, its epoch, and the held-out set. Deterministic.
@@ -119,7 +131,12 @@ export function createTrainingActivities(
      * {@link judgedRollout}. Not retryable: `UngradableRubricError`, `EpisodeNotGradableError`.
      */
     async runJudgedRollout(input: JudgedRolloutInput): Promise<JudgedRollout> {
-      return judgedRollout(input, activityHooks());
+      const hooks = activityHooks();
+      const [rollout] = await Promise.all([
+        judgedRollout(input, hooks),
+        controlTheJudge(input, hooks.signal),
+      ]);
+      return rollout;
     },
 
     /**
@@ -134,12 +151,15 @@ export function createTrainingActivities(
     async runJudgedRolloutGroup(input: JudgedRolloutGroupInput): Promise<JudgedRolloutGroup> {
       const { rollouts, ...rollout } = input;
       const hooks = groupHooks(rollouts);
-      const settled = await Promise.allSettled(
-        Array.from({ length: rollouts }, (_, sampleIndex) =>
+      const [controls, ...settled] = await Promise.allSettled([
+        controlTheJudge(rollout, hooks(0).signal),
+        ...Array.from({ length: rollouts }, (_, sampleIndex) =>
           judgedRollout({ ...rollout, sampleIndex }, hooks(sampleIndex)),
         ),
+      ]);
+      const failures = [controls!, ...settled].flatMap((r) =>
+        r.status === 'rejected' ? [r.reason as unknown] : [],
       );
-      const failures = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
       // A failure a retry cannot fix decides the attempt: retrying for a transient one would only
       // meet it again.
       if (failures.length) throw failures.find(isNonRetryable) ?? failures[0];

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { episodePrefix, type TrainingPurpose } from './episode-ids.js';
 import { POLICY_ROLE } from './rollout.js';
+import { rubricControlTally, type RubricControlTally } from '../reward/rubric-controls.js';
 
 /** Input of {@link recordIterationMetrics}. */
 export interface RecordIterationMetricsInput {
@@ -99,6 +100,11 @@ export interface RolloutSummaryMetrics {
    * episodes, those with a reward (the judge's, or the correctness reward), and their mean reward.
    */
   readonly byKind?: Record<string, KindMetrics>;
+  /**
+   * The rubric judge's controls (reward/rubric-controls.ts) on the tasks of these episodes, and
+   * on every task of the run so far (`run`); absent when the judge graded none.
+   */
+  readonly judgeControls?: RubricControlTally & { readonly run: RubricControlTally };
 }
 
 /** One kind's share of an iteration's episodes. */
@@ -123,7 +129,24 @@ export async function summarizeRollouts(
   const totals = await episodeTotals(pool, prefix, purpose);
   const kinds = await rewardsByKind(pool, prefix, purpose);
   const tokens = await policyTokens(pool, input.runId, prefix, purpose);
-  return rolloutSummary(totals, kinds, tokens);
+  const controls = await judgeControlsOf(pool, input.runId, prefix, purpose);
+  return { ...rolloutSummary(totals, kinds, tokens), ...(controls ? { judgeControls: controls } : {}) };
+}
+
+/** The judge's controls on the episodes' tasks and on the whole run; undefined when it has none. */
+async function judgeControlsOf(pool: pg.Pool, runId: string, prefix: string, purpose: string) {
+  const run = await rubricControlTally(pool, runId);
+  if (run.controls === 0) return undefined;
+  const { rows } = await pool.query<{ task_id: string }>(
+    'SELECT DISTINCT task_id FROM episodes WHERE starts_with(episode_id, $1) AND purpose = $2',
+    [prefix, purpose],
+  );
+  const here = await rubricControlTally(
+    pool,
+    runId,
+    rows.map((r) => r.task_id),
+  );
+  return { ...here, run };
 }
 
 /** One row of counts and means over the iteration's episodes, their judgements and rewards. */

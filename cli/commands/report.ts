@@ -5,7 +5,7 @@ import { writeStudyReport } from '../../activities/study/report.js';
 import { loadEnvironment } from '../../schemas/environment.js';
 import { renderEvaluationReport } from '../evaluation-view.js';
 import { renderJudgeAuditReport } from '../judge-audit-view.js';
-import { renderReport } from '../report-view.js';
+import { believability, renderReport } from '../report-view.js';
 import { readReport, writeRewardPlot } from '../run-commands.js';
 import type { Command } from './command.js';
 
@@ -20,7 +20,7 @@ export const reportCommand: Command = {
     if (report.kind === 'Evaluation') {
       const pool = getPool(loadEnvironment().DATABASE_URL);
       const view = await renderEvaluationReport(pool, report.runId, report.status, report.summary);
-      print(view.text, { ...report, ...view.json });
+      print([...believability(report), view.text].join('\n'), { ...report, ...view.json });
       return 0;
     }
     if (report.kind === 'JudgeAudit') {

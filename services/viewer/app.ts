@@ -3,6 +3,7 @@
  * environment or the spec's secrets: specs hold only the names of key variables, and the viewer
  * is handed its database and UI location, never the environment.
  */
+import type { JudgeStanding } from '../../schemas/judge-controls.js';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import type pg from 'pg';
@@ -97,10 +98,11 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
         ]);
         return c.html(await synthesisRunPage({ run, ui, tasks, facets, filter, usage }));
       }
-      case 'GrpoTraining':
-        return c.html(
-          await trainingRunPage({ run, ui, iterations: await readIterationMetrics(pool, run.runId), usage }),
-        );
+      case 'GrpoTraining': {
+        const iterations = await readIterationMetrics(pool, run.runId);
+        const judge = iterations.at(-1)?.metrics.judge as JudgeStanding | undefined;
+        return c.html(await trainingRunPage({ run: { ...run, judge }, ui, iterations, usage }));
+      }
       case 'ScalingStudy': {
         const [cells, { analyses, samplesPerQuestion }, standing] = await Promise.all([
           studyCells(pool, run.runId),
@@ -109,10 +111,11 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
         ]);
         return c.html(await studyPage({ run, ui, cells, analyses, samplesPerQuestion, standing, usage }));
       }
-      case 'Evaluation':
-        return c.html(
-          await evaluationPage({ run, ui, results: await evaluationResults(pool, run.runId), usage }),
-        );
+      case 'Evaluation': {
+        const judge = (run.summary as { judge?: JudgeStanding } | null)?.judge;
+        const results = await evaluationResults(pool, run.runId);
+        return c.html(await evaluationPage({ run: { ...run, judge }, ui, results, usage }));
+      }
       default:
         return c.html(
           await page(

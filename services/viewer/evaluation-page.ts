@@ -5,7 +5,7 @@ import type { RoleUsageRow } from './runs-queries.js';
 
 /** An Evaluation run: mean reward per benchmark, task group and policy (checkpoint). */
 export function evaluationPage(input: {
-  run: { runId: string; kind: string; state: string };
+  run: Parameters<typeof runHeader>[0];
   ui: TemporalUi;
   results: readonly EvaluationResult[];
   usage: readonly RoleUsageRow[];

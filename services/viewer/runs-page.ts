@@ -1,4 +1,5 @@
 import { embeddedToyLabel } from '../../activities/llm/default-endpoint.js';
+import { standingLine, type JudgeStanding } from '../../schemas/judge-controls.js';
 import { html, href, json, page, section, seg, table, usd, when, type Fragment } from './html.js';
 import type { RoleUsageRow, RunRow } from './runs-queries.js';
 
@@ -78,6 +79,8 @@ export function runHeader(
     pauseReason?: string | null;
     /** Roles the embedded toy model answered: the page says its figures are a toy's. */
     toyRoles?: readonly string[];
+    /** The rubric judge by its controls, where the run's figures rest on one. */
+    judge?: JudgeStanding;
   },
   ui: TemporalUi,
 ): Fragment {
@@ -87,6 +90,13 @@ export function runHeader(
     </p>
     ${run.pauseReason ? html`<p class="pause-reason">Paused by itself: ${run.pauseReason}</p>` : ''}
     ${run.toyRoles?.length ? html`<p class="warning" role="alert">${embeddedToyLabel(run.toyRoles)}</p>` : ''}
+    ${
+      run.judge === undefined
+        ? ''
+        : run.judge.unreliable
+          ? html`<p class="warning judge-standing" role="alert">${standingLine(run.judge)}</p>`
+          : html`<p class="meta judge-standing">${standingLine(run.judge)}</p>`
+    }
     ${
       run.spec === undefined
         ? ''

@@ -10,7 +10,7 @@ const slug = (name: string) => name.replace(/[^a-zA-Z0-9]+/g, '-');
 
 /** A GRPO run: reward and every per-iteration metric as interactive curves, iterations, usage. */
 export function trainingRunPage(input: {
-  run: { runId: string; kind: string; state: string };
+  run: Parameters<typeof runHeader>[0];
   ui: TemporalUi;
   iterations: readonly IterationMetrics[];
   usage: readonly RoleUsageRow[];

@@ -286,6 +286,10 @@ describe('math and search benchmarks in an Evaluation run', () => {
     const mean = trials.reduce((sum, t) => sum + t.reward, 0) / trials.length;
     expect(group).toMatchObject({ group: 'held-out', tasks: 2, trials: 4, k: 2 });
     expect(group.avgAtK).toBeCloseTo(mean, 10);
+    // The rubric judge's controls on the 2 tasks (honest fixture judge): all passed, not marked.
+    expect(summary.judge).toEqual({ controlPassRate: 1, minPassRate: 0.9, unreliable: false, reason: null });
+    const report = await runCli({ DATABASE_URL: db.url }, 'report', id);
+    expect(report.stdout).toContain('judge controls: 100% passed (at least 90% needed)');
     await recordHistory(`${id}/synthetic/held-out`, 'evaluation-group-synthetic');
   });
 });

@@ -156,12 +156,18 @@ describe('GRPO training in the mock world', () => {
       );
     const latest = JSON.parse((await cli('status', runId, '--metrics', '--json')).stdout);
     expect(latest.metrics).toMatchObject({ iteration: 2, policyVersion: 'step-3' });
+    // The fixture judge is honest on its controls: 2 per task (empty, violation), all passed.
+    expect(latest.metrics.judgeControls).toMatchObject({ controls: 4, passed: 4, passRate: 1 });
+    expect(latest.metrics.judge).toMatchObject({ controlPassRate: 1, unreliable: false, reason: null });
     const tasks = await cli('status', runId, '--tasks');
     expect(tasks.stdout.match(/ judged/g)).toHaveLength(2);
     const report = await cli('report', runId);
     expect(report.code).toBe(0);
     const table = report.stdout.split('metrics per iteration')[1]!;
-    expect(table).toMatch(/sampled from\s+trained to\s+reward\s.*clip frac.*held-out reward/);
+    expect(table).toMatch(
+      /sampled from\s+trained to\s+reward\s.*clip frac.*held-out reward\s+judge controls/,
+    );
+    expect(report.stdout).toContain('judge controls: 100% passed (at least 90% needed)');
     const rows = table.split('\n').filter((line) => /^\s*\d+\s+step-\d/.test(line));
     expect(rows.map((line) => line.trim().split(/\s+/).slice(0, 3))).toEqual([
       ['0', 'step-0', 'step-1'],

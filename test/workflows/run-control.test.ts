@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { budgetSignal, pauseSignal, resumeSignal, statusQuery } from '../../workflows/controls.js';
 import { BUDGET_MEMO } from '../../workflows/run-control.js';
 import { createTimeSkippingEnv } from '../../testkit/time-skipping.js';
+import { judgeStanding } from '../../schemas/judge-controls.js';
 
 /**
  * RunControl, the pause / resume / budget logic every pipeline shares, under Temporal's
@@ -121,5 +122,36 @@ describe('RunControl under time skipping', () => {
       expect(await handle.result()).toBe(3);
       expect(pauses).toEqual([reason, null]);
     });
+  });
+
+  it('pauses once for an unreliable judge when the spec says pause; only marks it otherwise', async () => {
+    const unreliable = judgeStanding({ controls: 4, passed: 1, passRate: 0.25 }, 0.9, 'rewards')!;
+    const standings = [unreliable, unreliable, null];
+    for (const onUnreliable of ['pause', 'mark'] as const) {
+      const pauses: (string | null)[] = [];
+      const ledger = {
+        runSpend: async () => ({ costUsd: 0, calls: 0 }),
+        recordRunPause: async ({ reason }: { reason: string | null }) => void pauses.push(reason),
+      };
+      await withWorker(ledger, async (taskQueue) => {
+        const handle = await env.client.workflow.start('JudgeWatchedUnits', {
+          args: [standings, onUnreliable],
+          taskQueue,
+          workflowId: `judge-watched-${onUnreliable}-${randomBytes(4).toString('hex')}`,
+        });
+        if (onUnreliable === 'pause') {
+          await env.sleep('3 hours');
+          const reason = `${unreliable.reason}; resume to go on regardless`;
+          expect(await handle.query(statusQuery)).toMatchObject({ state: 'paused', done: 1, stage: reason });
+          await handle.signal(resumeSignal);
+          expect(await handle.result()).toBe(3);
+          // Still unreliable after unit 2, but whoever resumed has seen why: no second pause.
+          expect(pauses).toEqual([reason, null]);
+        } else {
+          expect(await handle.result()).toBe(3);
+          expect(pauses).toEqual([]);
+        }
+      });
+    }
   });
 });

@@ -3,6 +3,8 @@
  * workflow time each, with RunControl's safe point before each unit, as every pipeline runs them.
  */
 import { sleep } from '@temporalio/workflow';
+import type { JudgeStanding } from '../../schemas/judge-controls.js';
+import { watchJudge } from '../../workflows/judge-watch.js';
 import { RunControl } from '../../workflows/run-control.js';
 
 export async function ControlledUnits(units: number): Promise<number> {
@@ -30,4 +32,25 @@ export async function SelfPausingUnits(units: number, pauseAfter: number, reason
   }
   control.setState('completed');
   return units;
+}
+
+/**
+ * ControlledUnits whose judge is watched after each unit (workflows/judge-watch.ts), with the
+ * standing of unit i given: what GrpoTraining does after each iteration.
+ */
+export async function JudgeWatchedUnits(
+  standings: readonly (JudgeStanding | null)[],
+  onUnreliable: 'mark' | 'pause',
+): Promise<number> {
+  const control = new RunControl('JudgeWatchedUnits', standings.length);
+  let judgePaused = false;
+  for (let done = 0; done < standings.length; done++) {
+    await control.untilResumed();
+    await sleep('10 minutes');
+    control.progress(done + 1, `unit ${done + 1}`);
+    const standing = standings[done] ?? undefined;
+    judgePaused = await watchJudge(control, standing, { minPassRate: 0.9, onUnreliable }, judgePaused);
+  }
+  control.setState('completed');
+  return standings.length;
 }
