@@ -18,3 +18,6 @@ if ! "$bwrap" --unshare-pid --unshare-net --unshare-ipc --die-with-parent --ro-b
   exit 1
 fi
 rm -f /tmp/.sandbox-probe.$$
+# The seccomp filter bubblewrap loads for every run (activities/sandbox/bwrap-args.ts), compiled
+# for this machine's architecture with its libseccomp.
+"$venv/bin/python" deploy/sandbox-seccomp.py "$venv/mockworld-seccomp.bpf"

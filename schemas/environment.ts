@@ -69,6 +69,21 @@ export const EnvironmentSchema = z.object({
     .describe(
       "The venv the `python` tool's sandbox runs (deploy/sandbox-venv.sh makes it); unset = .venv-sandbox in mockworld's folder.",
     ),
+  MOCKWORLD_SANDBOX_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_024)
+    .optional()
+    .describe(
+      'Sandboxed Python runs a worker runs at once; the rest wait in order (the wait is a metric). Unset = its CPU count.',
+    ),
+  MOCKWORLD_SANDBOX_CGROUP: z
+    .enum(['auto', 'required', 'off'])
+    .default('auto')
+    .describe(
+      'Each sandboxed run in a cgroup of its own (whole-run memory, processes and CPU): auto = where the worker can make one (root, or a delegated cgroup), else per-process caps only, said once; required = refuse to run without; off = never.',
+    ),
   MOCKWORLD_MODEL_URL: z
     .string()
     .refine((url) => !hasUserInfo(url), NO_CREDENTIALS)

@@ -10,9 +10,11 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 
 /**
- * Caps of one sandboxed run. Processes count threads too. Memory is per process (an address-space
- * rlimit): a run can hold at most `processes × memoryMiB` plus its scratch, which is why the
- * defaults keep both small.
+ * Caps of one sandboxed run. Processes count threads too. `memoryMiB` is per process (an
+ * address-space rlimit); `runMemoryMiB` and `runCpus` bound the whole run — every process and
+ * the scratch tmpfs together — in a cgroup of its own where the worker can make one
+ * (activities/sandbox/cgroup.ts); without one, a run can hold up to `processes × memoryMiB` plus
+ * its scratch, which is why the defaults keep both small.
  */
 export const SandboxCapsSchema = z
   .object({
@@ -29,6 +31,18 @@ export const SandboxCapsSchema = z
       .default(20)
       .describe('Wall-clock seconds of the whole run, startup included.'),
     memoryMiB: z.int().min(256).max(16_384).default(1_024).describe('Address space per process.'),
+    runMemoryMiB: z
+      .int()
+      .min(64)
+      .max(65_536)
+      .default(1_024)
+      .describe('Memory of the whole run: its processes and scratch together (cgroup memory limit).'),
+    runCpus: z
+      .number()
+      .min(0.1)
+      .max(64)
+      .default(1)
+      .describe('CPUs the whole run may use at once (cgroup CPU quota).'),
     processes: z.int().min(1).max(256).default(8).describe('Processes and threads of the sandbox uid.'),
     outputBytes: z
       .int()

@@ -3,7 +3,9 @@ import pg from 'pg';
 import { closePools, dropDatabase, getPool } from '../activities/store/db.js';
 import { migrate } from '../activities/store/migrate.js';
 
-const ADMIN_URL = process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The machine's PostgreSQL the test databases are made in. */
+export const ADMIN_URL =
+  process.env.MOCKWORLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** A fresh, migrated PostgreSQL database for one test file; `drop()` removes it. */
 export interface TestDatabase {

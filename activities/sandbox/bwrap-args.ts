@@ -7,6 +7,8 @@ import type { SandboxInstall } from './install.js';
 export const SANDBOX_VENV = '/sandbox/venv';
 export const SANDBOX_BOOTSTRAP = '/sandbox/bootstrap';
 export const SCRATCH = '/scratch';
+/** The file descriptor bubblewrap reads the seccomp filter from. */
+export const SECCOMP_FD = 3;
 
 /** A top-level system folder of the host beside /usr: a link into /usr (merged /usr) or a folder. */
 export interface SystemDir {
@@ -45,8 +47,9 @@ export interface SandboxIdentity {
  * namespace, a minimal /dev, a size-capped tmpfs at /scratch (also /tmp) as its only writable
  * place, and nothing else of the host: no /etc, /home, /root, repository or worker files. It has
  * no network (a namespace with only its own loopback), no System V IPC or hostname of the host,
- * a cleared environment and its own session (no terminal signals to the worker). It dies with the
- * worker.
+ * a cleared environment and its own session (no terminal signals to the worker), and a seccomp
+ * filter that refuses namespaces, mounts, ptrace, the key store, BPF, perf events and kernel
+ * modules. It dies with the worker.
  */
 export function bwrapArgs(
   install: SandboxInstall,
@@ -66,7 +69,8 @@ export function bwrapArgs(
     'sandbox',
   ];
   if (identity.uid === null) {
-    args.push('--unshare-user');
+    // No user namespace of the program's own inside ours (the seccomp filter refuses it as well).
+    args.push('--unshare-user', '--disable-userns');
   } else {
     // Root: bubblewrap keeps only what setpriv needs to drop to the run's uid, then nothing.
     args.push(
@@ -121,6 +125,9 @@ export function bwrapArgs(
     SCRATCH,
     '--remount-ro',
     '/',
+    // The syscall filter (deploy/sandbox-seccomp.py), read from the file the worker opens as fd 3.
+    '--seccomp',
+    String(SECCOMP_FD),
     '--',
   );
   if (identity.uid !== null) {

@@ -17,6 +17,8 @@ export interface SandboxInstall {
   readonly basePrefix: string;
   /** The folder holding bootstrap.py (copied next to the compiled code by deploy/copy-assets.mjs). */
   readonly bootstrapDir: string;
+  /** The compiled seccomp filter bubblewrap loads (deploy/sandbox-seccomp.py, run by sandbox-venv.sh). */
+  readonly seccomp: string;
 }
 
 /** The default venv: `.venv-sandbox` in the package root, where deploy/sandbox-venv.sh puts it. */
@@ -45,5 +47,7 @@ export function locateSandbox(venv: string = DEFAULT_SANDBOX_VENV): SandboxInsta
   if (!existsSync(path.join(BOOTSTRAP_DIR, 'bootstrap.py'))) {
     throw new SandboxUnavailableError(`${BOOTSTRAP_DIR}/bootstrap.py is missing from this mockworld build`);
   }
-  return { venv: root, bwrap, basePrefix: path.dirname(home), bootstrapDir: BOOTSTRAP_DIR };
+  const seccomp = path.join(root, 'mockworld-seccomp.bpf');
+  if (!existsSync(seccomp)) throw new SandboxUnavailableError(`${root} has no seccomp filter; ${install}`);
+  return { venv: root, bwrap, basePrefix: path.dirname(home), bootstrapDir: BOOTSTRAP_DIR, seccomp };
 }

