@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
@@ -24,6 +25,9 @@ const RUN_ALONE = [
 export default defineConfig({
   test: {
     testTimeout: 120_000,
+    // Tests write the data files their specs name in temporary folders: a data root for the
+    // workers they start (activities/data-files.ts), as it would be for a user's data folder.
+    env: { MOCKWORLD_DATA_ROOTS: os.tmpdir() },
     hookTimeout: 180_000,
     projects: [
       {

@@ -1,4 +1,4 @@
-import { constants as fsConstants, statSync } from 'node:fs';
+import { constants as fsConstants, realpathSync, statSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -9,7 +9,7 @@ import type { SpecFile } from '../schemas/spec-files.js';
 
 /**
  * Where the worker finds the data files a spec names (personas, question sets, template
- * overrides).
+ * overrides), and where it lets them be.
  *
  * `mockworld start` makes every path absolute against the spec file's folder before the run
  * starts, so those runs never get here with a relative path. A spec started any other way (the
@@ -19,13 +19,19 @@ import type { SpecFile } from '../schemas/spec-files.js';
  * 1. the worker's data directory: `MOCKWORLD_DATA_DIR`, else the worker's working directory;
  * 2. the `examples/` folder shipped with mockworld, so the examples work pasted as they are.
  *
- * An absolute path is used as it is.
+ * Whatever the path, the file must lie inside the worker's data roots: those two folders and the
+ * folders of `MOCKWORLD_DATA_ROOTS` (symbolic links followed). Whoever may start a workflow — from
+ * the UI, with no notion of file permissions — could otherwise have the worker read any file it
+ * can (`/etc/…`, another user's keys) into prompts and rows. A data directory that is the file
+ * system root is no root.
  */
 export interface DataFileSearch {
   /** Looked in first. */
   readonly dataDir: string;
   /** Looked in second: mockworld's own examples/. */
   readonly examplesDir: string;
+  /** Further folders a spec's files may lie in (`MOCKWORLD_DATA_ROOTS`). */
+  readonly roots: readonly string[];
 }
 
 /** The examples folder of the package this code runs from (a checkout or node_modules/mockworld). */
@@ -36,7 +42,32 @@ export function workerDataFileSearch(): DataFileSearch {
   return {
     dataDir: path.resolve(loadEnvironment().MOCKWORLD_DATA_DIR ?? process.cwd()),
     examplesDir: SHIPPED_EXAMPLES_DIR,
+    roots: loadEnvironment().MOCKWORLD_DATA_ROOTS,
   };
+}
+
+/** The folders a spec's files may lie in, as configured (not yet resolved through links). */
+export function dataRoots(search: DataFileSearch): string[] {
+  const dataDir = path.resolve(search.dataDir);
+  return [
+    ...(dataDir === path.parse(dataDir).root ? [] : [dataDir]),
+    path.resolve(search.examplesDir),
+    ...search.roots.map((root) => path.resolve(root)),
+  ];
+}
+
+/** Whether `file` is `root` or lies below it (both absolute and normalized). */
+function within(root: string, file: string): boolean {
+  const relative = path.relative(root, file);
+  return !path.isAbsolute(relative) && relative.split(path.sep)[0] !== '..';
+}
+
+function realFolder(folder: string): string {
+  try {
+    return realpathSync(folder);
+  } catch {
+    return folder; // a root that does not exist holds no file either way
+  }
 }
 
 function isFile(file: string): boolean {
@@ -70,22 +101,56 @@ function notFound(what: string, file: string, tried: readonly string[], search: 
   });
 }
 
+/** Temporal failure type of a data path outside the worker's data roots (non-retryable). */
+export const DATA_FILE_OUTSIDE_ROOTS = 'DataFileOutsideRootsError';
+
+function outsideRoots(what: string, file: string, roots: readonly string[]) {
+  const shown = roots.map((root) => boundedText(root));
+  return ApplicationFailure.create({
+    type: DATA_FILE_OUTSIDE_ROOTS,
+    nonRetryable: true,
+    message:
+      `The ${what} file ${JSON.stringify(boundedText(file))} lies outside this worker's data roots ` +
+      `(${shown.join(', ')}); nothing was read. Fix: move the file into one of them, or add its ` +
+      `folder to MOCKWORLD_DATA_ROOTS ("${path.delimiter}"-separated) on every worker.`,
+    details: [{ what, file: boundedText(file), roots: shown }],
+  });
+}
+
 /**
- * The file a spec's `file` names; `what` says what it holds, for the error. An absolute path is
- * returned as it is (reading it reports a missing file); a relative one is the first regular file
- * found in the search's places, else a {@link DATA_FILE_NOT_FOUND} failure listing each place
- * tried and the ways to fix it.
+ * The file a spec's `file` names; `what` says what it holds, for the errors. A relative path is
+ * the first regular file found in the search's places, else a {@link DATA_FILE_NOT_FOUND} failure
+ * listing each place tried and the ways to fix it. The file must lie inside the data roots: the
+ * path as written is checked before the file system is asked anything about it (no existence
+ * probe outside), and the real path, links followed, after; outside, a
+ * {@link DATA_FILE_OUTSIDE_ROOTS} failure. An absolute path that does not exist is returned as it
+ * is (reading it reports the missing file).
  */
 export function resolveDataFile(
   file: string,
   what: string,
   search: DataFileSearch = workerDataFileSearch(),
 ): string {
-  if (path.isAbsolute(file)) return file;
-  const tried = [search.dataDir, search.examplesDir].map((dir) => path.resolve(dir, file));
-  const found = tried.find(isFile);
-  if (found) return found;
-  throw notFound(what, file, tried, search);
+  const roots = dataRoots(search);
+  const inRoots = (candidate: string) => roots.some((root) => within(root, candidate));
+  let candidate = path.resolve(file);
+  if (!path.isAbsolute(file)) {
+    const places = [search.dataDir, search.examplesDir].map((dir) => path.resolve(dir, file));
+    const tried = places.filter(inRoots);
+    if (tried.length === 0) throw outsideRoots(what, file, roots);
+    const found = tried.find(isFile);
+    if (!found) throw notFound(what, file, tried, search);
+    candidate = found;
+  }
+  if (!inRoots(candidate)) throw outsideRoots(what, file, roots);
+  let real: string;
+  try {
+    real = realpathSync(candidate);
+  } catch {
+    return candidate;
+  }
+  if (!roots.some((root) => within(realFolder(root), real))) throw outsideRoots(what, file, roots);
+  return real;
 }
 
 /** Temporal failure type of a spec whose files the worker cannot read (non-retryable). */

@@ -62,6 +62,20 @@ export const EnvironmentSchema = z.object({
     .describe(
       "Where a worker looks up a spec's relative data paths (personas, questions, templates) before mockworld's examples/; unset = its working directory.",
     ),
+  MOCKWORLD_DATA_ROOTS: z
+    .string()
+    .min(1)
+    .optional()
+    .transform((list) => (list ?? '').split(path.delimiter).filter(Boolean))
+    .refine((roots) => roots.every((root) => path.isAbsolute(root)), {
+      message: `list absolute folders, separated by "${path.delimiter}"`,
+    })
+    .refine((roots) => roots.every((root) => path.resolve(root) !== path.parse(root).root), {
+      message: 'name the folders of your data, not the file system root',
+    })
+    .describe(
+      `Folders, besides the data directory and mockworld's examples, where the files a spec names may lie ("${path.delimiter}"-separated, absolute). A path resolving elsewhere (symbolic links followed) is refused at start, naming the field.`,
+    ),
   MOCKWORLD_SANDBOX_VENV: z
     .string()
     .min(1)

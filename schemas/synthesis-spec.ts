@@ -137,7 +137,7 @@ export const SynthesisSpecSchema = z
           .string()
           .min(1)
           .describe(
-            'JSONL file of {"id", "persona"} lines. Relative: to the spec file (mockworld start), else on the worker to MOCKWORLD_DATA_DIR, then examples/.',
+            'JSONL file of {"id", "persona"} lines. Relative: to the spec file (mockworld start), else on the worker to MOCKWORLD_DATA_DIR, then examples/. Must lie inside the worker data roots (MOCKWORLD_DATA_ROOTS).',
           ),
         offset: z.number().int().min(0).default(0).describe('Skip this many valid personas.'),
       })

@@ -31,6 +31,10 @@ export async function startBenchRun(name: string): Promise<BenchRun> {
   const startedAt = performance.now();
   const dir = await mkdtemp(path.join(os.tmpdir(), `mockworld-bench-${name}-`));
   process.env.MOCKWORLD_HOME = dir;
+  // The bench writes the data files its specs name here: a data root of the workers it starts.
+  process.env.MOCKWORLD_DATA_ROOTS = [process.env.MOCKWORLD_DATA_ROOTS, dir]
+    .filter(Boolean)
+    .join(path.delimiter);
 
   const cleanups: Array<{ name: string; run: () => Promise<unknown> }> = [];
   const onCleanup = (what: string, run: () => Promise<unknown>) => {

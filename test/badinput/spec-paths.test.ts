@@ -76,14 +76,38 @@ describe('invalid specs started as workflows (the Temporal UI path) and from the
     },
   );
 
-  it('refuses a spec naming a missing or unreadable file at once, naming each field, recording nothing', async () => {
+  it('refuses a spec naming a missing, unreadable or outside file at once, naming each field, reading and recording nothing', async () => {
     const folder = path.join(dir, 'a-folder.jsonl');
     await mkdir(folder, { recursive: true });
+    const missing = path.join(dir, 'no-such-personas.jsonl');
+    // Outside the workers' data roots (the test folder is one: vitest.config.ts), a FIFO: a worker
+    // that opened it to read would hang there, and the refusal would not come at once.
+    const outsideDir = await mkdtemp('/var/tmp/mockworld-outside-roots-');
+    const fifo = path.join(outsideDir, 'personas.jsonl');
+    await exec('mkfifo', [fifo]);
     const cases = [
       {
         kind: 'Synthesis',
-        spec: { kind: 'Synthesis', tasks: 2, personas: { path: '/nonexistent/mockworld/personas.jsonl' } },
-        named: [/personas\.path: cannot read "\/nonexistent\/mockworld\/personas\.jsonl" \(ENOENT\)/],
+        spec: { kind: 'Synthesis', tasks: 2, personas: { path: missing } },
+        named: [new RegExp(`personas\\.path: cannot read "${missing}" \\(ENOENT\\)`)],
+      },
+      {
+        kind: 'Synthesis',
+        spec: {
+          kind: 'Synthesis',
+          tasks: 2,
+          personas: { path: fifo },
+          reasoning: { seeds: { path: '/etc/passwd' }, problems: 2 },
+          templates: { overrides: { judge: '../../../../etc/shadow' } },
+        },
+        named: [
+          new RegExp(
+            `personas\\.path: The personas\\.path file "${fifo}" lies outside this worker's data roots`,
+          ),
+          /reasoning\.seeds\.path: The reasoning\.seeds\.path file "\/etc\/passwd" lies outside/,
+          /templates\.overrides\.judge: The templates\.overrides\.judge file "\.\.\/\.\.\/\.\.\/\.\.\/etc\/shadow" lies outside/,
+          /MOCKWORLD_DATA_ROOTS/,
+        ],
       },
       {
         kind: 'ScalingStudy',
@@ -116,6 +140,7 @@ describe('invalid specs started as workflows (the Temporal UI path) and from the
       const runs = await query(db.url, 'SELECT run_id FROM runs WHERE run_id = $1', [workflowId]);
       expect(runs).toEqual([]); // refused before the run was recorded
     }
+    await rm(outsideDir, { recursive: true, force: true });
   });
 
   it('fails at once with a bounded message for a ~1 MB spec, and the client refuses one over the blob limit', async () => {

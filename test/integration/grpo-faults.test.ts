@@ -6,6 +6,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { describe, expect, inject, it } from 'vitest';
+import { JUDGE_CONTROL_ROLE } from '../../activities/reward/rubric-controls.js';
 import { startCountingProxy, type CountingProxy } from '../../testkit/counting-proxy.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import {
@@ -34,6 +35,7 @@ const ITERATIONS = 3; // epochs
 const MINI_BATCH = 1; // one task per optimizer update: two AdamW updates per trainer step
 /** An answer delivered this long before a kill has certainly been stored by a live worker. */
 const UNSTORED_WINDOW_MS = 1_500;
+const JUDGE_ROLES = ['judge', JUDGE_CONTROL_ROLE];
 
 /** The kept fixture tasks; `padding` characters of background lengthen each instruction (and transcript). */
 function insertKeptTasks(url: string, padding: number): Promise<void> {
@@ -577,7 +579,8 @@ async function killTheCpuWorkerDuringRollouts(): Promise<void> {
         .length;
     const exposed = {
       policy: onWire.policy + justDelivered(stack.proxy.answers, 'policy'),
-      judge: onWire.judge + justDelivered(stack.models.deliveries, 'judge'),
+      judge:
+        onWire.judge + JUDGE_ROLES.reduce((n, role) => n + justDelivered(stack.models.deliveries, role), 0),
     };
     console.log(
       `[cpu kill] SIGKILL in iteration ${KILL_IN_ITERATION}: ${atKill.ended} rollouts ended, ${atKill.running} running; ` +
@@ -617,13 +620,17 @@ async function killTheCpuWorkerDuringRollouts(): Promise<void> {
       answered: served.reduce((n, s) => n + s.answered, 0),
       rows: served.reduce((n, s) => n + s.rows, 0),
     };
-    const judgeRows = (
-      await query<{ n: number }>(
-        stack.db.url,
-        `SELECT count(*)::int AS n FROM llm_calls WHERE role = 'judge'`,
-      )
-    )[0]!.n;
-    const judge = { answered: stack.models.stats.answered, rows: judgeRows };
+    // Rollout grades and the judge's controls (rubric-controls.ts) are both judge calls.
+    const judgeRows = await query<{ role: string; n: number }>(
+      stack.db.url,
+      `SELECT role, count(*)::int AS n FROM llm_calls WHERE role = ANY($1) GROUP BY role`,
+      [JUDGE_ROLES],
+    );
+    const rowsOf = (role: string) => judgeRows.find((r) => r.role === role)?.n ?? 0;
+    const judge = {
+      answered: JUDGE_ROLES.reduce((n, role) => n + (stack.models.stats.answeredByRole[role] ?? 0), 0),
+      rows: rowsOf('judge') + rowsOf(JUDGE_CONTROL_ROLE),
+    };
     const paidTwice = { policy: policy.answered - policy.rows, judge: judge.answered - judge.rows };
     console.log(
       `[cpu kill] steps on disk ${records.map((r) => r.step).join(',')}; ${retried} rollouts retried; ` +
@@ -633,7 +640,8 @@ async function killTheCpuWorkerDuringRollouts(): Promise<void> {
         `${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
     expect(served.every((s) => s.answered >= s.rows)).toBe(true);
-    expect(judge.rows).toBe(ITERATIONS * TASKS * ROLLOUTS); // one judge call per rollout, none repaired
+    expect(rowsOf('judge')).toBe(ITERATIONS * TASKS * ROLLOUTS); // one judge call per rollout, none repaired
+    expect(rowsOf(JUDGE_CONTROL_ROLE)).toBe(TASKS * 2); // an empty and a forbidden control per task, once per run
     expect(paidTwice.policy).toBeGreaterThanOrEqual(0);
     expect(paidTwice.policy).toBeLessThanOrEqual(exposed.policy);
     expect(paidTwice.judge).toBeGreaterThanOrEqual(0);

@@ -48,11 +48,26 @@ const RUNS_PARENT = ['/sys/fs/cgroup/memory/mockworld-sandbox', '/sys/fs/cgroup/
   (dir) => existsSync(dir),
 );
 
-/** Memory the sandboxed runs hold together now, by the kernel's accounting of their parent cgroup. */
+/**
+ * Memory the sandboxed runs hold together now: the sum of their cgroups' usage counters (exact,
+ * unlike memory.stat, which the kernel refreshes every few seconds). Not the parent's counter:
+ * that also holds the page cache of files the runs read (python's own), which cgroup v1 hands to
+ * the parent when a run's cgroup goes: reclaimable, shared with the host, outliving the runs.
+ */
 function runsMemory(): number {
   if (!RUNS_PARENT) return 0;
-  const v1 = path.join(RUNS_PARENT, 'memory.usage_in_bytes');
-  return Number(readFileSync(existsSync(v1) ? v1 : path.join(RUNS_PARENT, 'memory.current'), 'utf8'));
+  let held = 0;
+  for (const entry of readdirSync(RUNS_PARENT, { withFileTypes: true })) {
+    if (!entry.isDirectory() || !entry.name.startsWith('run-')) continue;
+    const dir = path.join(RUNS_PARENT, entry.name);
+    const v1 = path.join(dir, 'memory.usage_in_bytes');
+    try {
+      held += Number(readFileSync(existsSync(v1) ? v1 : path.join(dir, 'memory.current'), 'utf8'));
+    } catch {
+      // the run ended and its cgroup went between the listing and the read
+    }
+  }
+  return held;
 }
 
 /** Run cgroups of this machine's sandboxed runs now. */

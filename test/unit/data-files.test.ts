@@ -1,10 +1,12 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DATA_FILE_NOT_FOUND,
+  DATA_FILE_OUTSIDE_ROOTS,
+  dataRoots,
   resolveDataFile,
   SHIPPED_EXAMPLES_DIR,
   workerDataFileSearch,
@@ -21,7 +23,7 @@ describe("a spec's data paths as a worker resolves them", () => {
 
   beforeAll(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'mockworld-data-files-'));
-    search = { dataDir: path.join(root, 'data'), examplesDir: path.join(root, 'examples') };
+    search = { dataDir: path.join(root, 'data'), examplesDir: path.join(root, 'examples'), roots: [] };
     await mkdir(path.join(search.dataDir, 'sets'), { recursive: true });
     await mkdir(path.join(search.examplesDir, 'sets'), { recursive: true });
     await mkdir(path.join(search.dataDir, 'folder.jsonl'));
@@ -52,9 +54,57 @@ describe("a spec's data paths as a worker resolves them", () => {
     );
   });
 
-  it('uses an absolute path as it is, even one that does not exist (reading it says so)', () => {
-    const absolute = path.join(root, 'elsewhere', 'x.jsonl');
+  it('uses an absolute path inside the roots as it is, even one that does not exist (reading it says so)', () => {
+    const absolute = path.join(search.dataDir, 'elsewhere', 'x.jsonl');
     expect(resolveDataFile(absolute, 'personas', search)).toBe(absolute);
+  });
+
+  const refusal = (file: string, within: DataFileSearch = search) => {
+    try {
+      resolveDataFile(file, 'personas', within);
+    } catch (e) {
+      return e as ApplicationFailure;
+    }
+    throw new Error(`${file} was not refused`);
+  };
+
+  it('refuses a path outside the data roots, however it is written, and says how to allow it', async () => {
+    const outside = path.join(root, 'outside.jsonl');
+    await writeFile(outside, '{"id": "secret"}\n');
+    await symlink(outside, path.join(search.dataDir, 'link.jsonl'));
+    await symlink(root, path.join(search.dataDir, 'up'));
+    for (const file of [
+      outside,
+      '/etc/passwd',
+      '../outside.jsonl',
+      'sets/../../../outside.jsonl',
+      'link.jsonl',
+      'up/outside.jsonl',
+    ]) {
+      const failure = refusal(file);
+      expect(failure.type, file).toBe(DATA_FILE_OUTSIDE_ROOTS);
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toContain(`personas file ${JSON.stringify(file)} lies outside`);
+      expect(failure.message).toContain(search.dataDir);
+      expect(failure.message).toContain('MOCKWORLD_DATA_ROOTS');
+      expect(failure.message).not.toContain('secret');
+    }
+    // A root of MOCKWORLD_DATA_ROOTS admits it; links are followed to where they lead.
+    const widened = { ...search, roots: [root] };
+    expect(resolveDataFile(outside, 'personas', widened)).toBe(outside);
+    expect(resolveDataFile('link.jsonl', 'personas', widened)).toBe(outside);
+  });
+
+  it('counts no data directory that is the file system root as a root', () => {
+    const fromSlash = { dataDir: '/', examplesDir: search.examplesDir, roots: [] };
+    expect(dataRoots(fromSlash)).toEqual([search.examplesDir]);
+    // Looked up in the examples only: what the working directory holds is never probed.
+    const failure = refusal('etc/passwd', fromSlash);
+    expect(failure.type).toBe(DATA_FILE_NOT_FOUND);
+    expect(failure.details).toEqual([
+      { what: 'personas', file: 'etc/passwd', tried: [path.join(search.examplesDir, 'etc/passwd')] },
+    ]);
+    expect(refusal('../../etc/passwd', fromSlash).type).toBe(DATA_FILE_OUTSIDE_ROOTS);
   });
 
   it('fails a missing file without retries, naming every place tried and the fixes', () => {
@@ -102,7 +152,12 @@ describe("a spec's data paths as a worker resolves them", () => {
   it("is the worker's working directory, then this package's examples/, when MOCKWORLD_DATA_DIR is unset", () => {
     // The test process has no MOCKWORLD_DATA_DIR (the environment is read once per process).
     expect(process.env.MOCKWORLD_DATA_DIR).toBeUndefined();
-    expect(workerDataFileSearch()).toEqual({ dataDir: process.cwd(), examplesDir: SHIPPED_EXAMPLES_DIR });
+    // vitest.config.ts adds the temporary folder, where tests write their data, as a root.
+    expect(workerDataFileSearch()).toEqual({
+      dataDir: process.cwd(),
+      examplesDir: SHIPPED_EXAMPLES_DIR,
+      roots: [os.tmpdir()],
+    });
     expect(SHIPPED_EXAMPLES_DIR).toBe(path.join(REPO_ROOT, 'examples'));
   });
 
