@@ -13,6 +13,7 @@
  */
 import { z } from 'zod';
 import {
+  DEFAULT_TRIAL_TIMEOUT_MINUTES,
   EVAL_ACTIVITY,
   EVAL_ERROR_TYPES,
   EvaluationMetricsSchema,
@@ -43,6 +44,7 @@ const WorkerTrialInputSchema = TrialInputSchema.extend({
   maxSteps: trial.maxSteps.unwrap().default(200),
   maxErrors: trial.maxErrors.unwrap().default(10),
   seed: trial.seed.unwrap().default(300),
+  wallSeconds: trial.wallSeconds.unwrap().default(DEFAULT_TRIAL_TIMEOUT_MINUTES * 60),
 });
 const WorkerListTasksInputSchema = ListTasksInputSchema.extend({
   split: list.split.unwrap().default('base'),

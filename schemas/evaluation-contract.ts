@@ -68,6 +68,22 @@ export const EvalSamplingSchema = z
   })
   .strict();
 
+/** Default wall-clock bound of one attempt of a trial, in minutes. */
+export const DEFAULT_TRIAL_TIMEOUT_MINUTES = 30;
+
+/**
+ * Wall-clock bound of one attempt of a trial, in seconds: past it the trial is ended and stored
+ * with reward 0, termination `time_limit` and the reason; the model clients never wait longer.
+ * Not part of a trial's config hash: it decides only whether a stuck trial ends.
+ */
+export const TrialWallSecondsSchema = z
+  .number()
+  .int()
+  .min(1)
+  .describe(
+    "Wall-clock bound of one attempt of the trial, in seconds (the Evaluation spec's trialTimeoutMinutes).",
+  );
+
 export const TrialInputSchema = z
   .object({
     evaluationId: z.string().min(1),
@@ -84,6 +100,7 @@ export const TrialInputSchema = z
     maxSteps: z.number().int().min(1).optional(),
     maxErrors: z.number().int().min(1).optional(),
     seed: z.number().int().optional(),
+    wallSeconds: TrialWallSecondsSchema.optional(),
   })
   .strict();
 export type TrialInput = z.infer<typeof TrialInputSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BFCL_CATEGORIES, TAU2_DOMAINS } from './evaluation-contract.js';
+import { BFCL_CATEGORIES, DEFAULT_TRIAL_TIMEOUT_MINUTES, TAU2_DOMAINS } from './evaluation-contract.js';
 import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
 import {
   LOCAL_BENCHMARK_NAMES,
@@ -213,6 +213,15 @@ export const EvaluationSpecSchema = z
         message: 'name at least one benchmark',
       }),
     concurrency: z.number().int().min(1).max(256).default(4).describe('Trials in flight at once.'),
+    trialTimeoutMinutes: z
+      .number()
+      .min(1)
+      // Under the trial activities' 2-hour start-to-close timeout (workflows/evaluation-activities.ts).
+      .max(110)
+      .default(DEFAULT_TRIAL_TIMEOUT_MINUTES)
+      .describe(
+        'Wall-clock bound of one attempt of a trial, every benchmark: past it the trial is stored with reward 0, termination time_limit and the reason (a hung model ends here); the model clients never wait longer.',
+      ),
     evalTaskQueue: z
       .string()
       .min(1)

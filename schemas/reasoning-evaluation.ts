@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EvalEndpointSchema, EvalSamplingSchema } from './evaluation-contract.js';
+import { EvalEndpointSchema, EvalSamplingSchema, TrialWallSecondsSchema } from './evaluation-contract.js';
 import { ModelRoleSchema } from './model-endpoint.js';
 import { MAX_ANSWER_CHARS } from './reasoning-correctness.js';
 import { SandboxCapsSchema } from './reasoning-sandbox.js';
@@ -71,6 +71,7 @@ export const fileTrialFields = {
   path: z.string().min(1),
   policy: EvalEndpointSchema,
   sampling: EvalSamplingSchema,
+  wallSeconds: TrialWallSecondsSchema.optional(),
 };
 
 /** Listing a group's problems (`listReasoningBenchmarkTasks`). */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { markedJudgeControlsSchema } from './judge-controls.js';
-import { EvalEndpointSchema, EvalSamplingSchema } from './evaluation-contract.js';
+import { EvalEndpointSchema, EvalSamplingSchema, TrialWallSecondsSchema } from './evaluation-contract.js';
 import { ModelRoleSchema } from './model-endpoint.js';
 import { TemplatesSchema } from './templates.js';
 
@@ -66,6 +66,7 @@ export const SyntheticTrialInputSchema = z
     userSimulator: ModelRoleSchema,
     judge: ModelRoleSchema,
     templates: TemplatesSchema,
+    wallSeconds: TrialWallSecondsSchema.optional(),
   })
   .strict();
 export type SyntheticTrialInput = z.input<typeof SyntheticTrialInputSchema>;

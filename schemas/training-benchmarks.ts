@@ -30,6 +30,7 @@ export const TrainingBenchmarksSchema = z
     search,
     synthetic,
     concurrency: evaluation.concurrency,
+    trialTimeoutMinutes: evaluation.trialTimeoutMinutes,
     evalTaskQueue: evaluation.evalTaskQueue,
     compareWith: evaluation.compareWith,
     bootstrapSamples: evaluation.bootstrapSamples,

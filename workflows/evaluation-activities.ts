@@ -167,45 +167,29 @@ export function runGroupTrial(
   group: GroupListing,
   trial: Omit<TrialInput, 'benchmark'> & { readonly benchmark: EvaluationBenchmark },
 ): Promise<TrialSummary> {
-  const { evaluationId, group: name, taskId, trial: index, trials, policy, sampling } = trial;
+  const { evaluationId, group: name, taskId, trial: index, trials, policy, sampling, wallSeconds } = trial;
+  // What every trial activity on the CPU worker takes (runs started before the bound have none).
+  const shared = {
+    evaluationId,
+    group: name,
+    taskId,
+    trial: index,
+    trials,
+    policy,
+    sampling,
+    ...(wallSeconds === undefined ? {} : { wallSeconds }),
+  };
   if (group.synthetic) {
     const { synthesisRunId: _run, heldOutTasks: _n, seed: _seed, ...roles } = group.synthetic;
-    return localActivities().runSyntheticTrial({
-      evaluationId,
-      group: name,
-      taskId,
-      trial: index,
-      trials,
-      policy,
-      sampling,
-      ...roles,
-    });
+    return localActivities().runSyntheticTrial({ ...shared, ...roles });
   }
   if (group.local) {
-    return localActivities().runLocalTrial({
-      evaluationId,
-      benchmark: trial.benchmark as LocalBenchmarkName,
-      group: name,
-      taskId,
-      trial: index,
-      trials,
-      policy,
-      sampling,
-      ...group.local,
-    });
+    const benchmark = trial.benchmark as LocalBenchmarkName;
+    return localActivities().runLocalTrial({ ...shared, benchmark, ...group.local });
   }
   if (group.reasoning) {
-    return localActivities().runTrial({
-      evaluationId,
-      benchmark: trial.benchmark as ReasoningBenchmark,
-      group: name,
-      taskId,
-      trial: index,
-      trials,
-      policy,
-      sampling,
-      ...group.reasoning,
-    });
+    const benchmark = trial.benchmark as ReasoningBenchmark;
+    return localActivities().runTrial({ ...shared, benchmark, ...group.reasoning });
   }
   return evalActivities(group.taskQueue).runTrial({ ...trial, benchmark: trial.benchmark as EvalBenchmark });
 }

@@ -98,7 +98,7 @@ export async function EvaluationGroup(input: EvaluationGroupInput): Promise<Eval
       trial,
       trials: input.trials,
     });
-    results.get(taskId)![trial] = summary.failure ? `model_error` : String(summary.reward);
+    results.get(taskId)![trial] = summary.failure ? summary.termination : String(summary.reward);
     done++;
     rewardSum += summary.reward;
     if (summary.failure) modelErrors++;

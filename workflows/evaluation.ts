@@ -10,7 +10,12 @@ import {
 } from '@temporalio/workflow';
 import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
-import type { EvalEndpoint, EvaluationBenchmark, EvaluationMetrics } from '../schemas/evaluation-contract.js';
+import {
+  DEFAULT_TRIAL_TIMEOUT_MINUTES,
+  type EvalEndpoint,
+  type EvaluationBenchmark,
+  type EvaluationMetrics,
+} from '../schemas/evaluation-contract.js';
 import type { EvaluationSpec } from '../schemas/evaluation-spec.js';
 import { SHORT_ACTIVITY } from './activity-options.js';
 import { pauseSignal, resumeSignal } from './controls.js';
@@ -62,13 +67,15 @@ export function policyEndpoint(policy: EvaluationSpec['policy']): EvalEndpoint {
 export function planGroups(spec: EvaluationSpec, evaluationId: string): PlannedGroup[] {
   const policy = policyEndpoint(spec.policy);
   const common = { evaluationId, concurrency: spec.concurrency, taskQueue: spec.evalTaskQueue };
+  // A spec parsed before the bound existed (a continued training run's benchmarks) has none.
+  const wallSeconds = Math.round((spec.trialTimeoutMinutes ?? DEFAULT_TRIAL_TIMEOUT_MINUTES) * 60);
   return [
     ...bfclGroups(spec, common, policy),
     ...tau2Groups(spec, common, policy),
     ...syntheticGroups(spec, common, policy),
     ...reasoningGroups(spec, common, policy),
     ...localGroups(spec, { ...common, trial: { policy, sampling: spec.sampling } }),
-  ];
+  ].map((group) => ({ ...group, trial: { ...group.trial, wallSeconds } }));
 }
 
 /** A planned group: its child's input, less the pause it starts in. */

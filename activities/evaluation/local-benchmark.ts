@@ -15,21 +15,15 @@ import {
 } from '../../schemas/local-benchmark-trial.js';
 import { LOCAL_BENCHMARK_SETTINGS } from '../../schemas/local-benchmarks.js';
 import { ModelRoleSchema } from '../../schemas/model-endpoint.js';
-import { ModelRequestRejectedError, type ModelClient } from '../llm/index.js';
+import type { ModelClient } from '../llm/index.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import { callSettings } from '../world/model-roles.js';
 import { dataVersion, listFileBenchmarkTasks, readBenchmarkFile } from './benchmark-file.js';
 import { LOCAL_BENCHMARKS, type PolicyReply } from './benchmarks/index.js';
 import { BenchmarkFileError } from './errors.js';
-import { modelRefused, policyRole } from './reasoning-trial.js';
-import {
-  configHash,
-  packageVersions,
-  storedTrial,
-  storeTrial,
-  type TrialKey,
-  type TrialOutcome,
-} from './trial-store.js';
+import { policyRole } from './reasoning-trial.js';
+import { boundedTrial } from './trial-deadline.js';
+import { configHash, packageVersions, storedTrial, storeTrial, type TrialKey } from './trial-store.js';
 
 /** The problems of a group, in file order (`taskIds` picks some, `limit` the first). */
 export async function listLocalBenchmarkTasks(data: LocalListInput): Promise<ListTasksResult> {
@@ -71,30 +65,29 @@ export async function runLocalBenchmarkTrial(
     );
   }
 
-  const transcript: ChatCompletionMessageParam[] = [];
-  const usage = { steps: 0, promptTokens: 0, completionTokens: 0 };
-  const role = callSettings(ModelRoleSchema.parse(policyRole(input.policy, input.sampling)), POLICY_ROLE, {
-    runId: input.evaluationId,
-    signal: deps.signal,
-  });
-  const ask = async (messages: ChatCompletionMessageParam[]): Promise<PolicyReply> => {
-    const reply = await deps.models.chat({
-      ...role,
-      messages,
-      sampleIndex: input.trial,
-      policyVersion: input.policy.model,
+  const outcome = await boundedTrial({ signal: deps.signal }, input.wallSeconds, async ({ episode }) => {
+    const transcript: ChatCompletionMessageParam[] = [];
+    const usage = { steps: 0, promptTokens: 0, completionTokens: 0 };
+    const role = callSettings(ModelRoleSchema.parse(policyRole(input.policy, input.sampling)), POLICY_ROLE, {
+      runId: input.evaluationId,
+      signal: episode.signal,
     });
-    const text = typeof reply.message.content === 'string' ? reply.message.content : '';
-    transcript.splice(0, transcript.length, ...messages, { role: 'assistant', content: text });
-    usage.steps += 1;
-    usage.promptTokens += reply.usage.promptTokens;
-    usage.completionTokens += reply.usage.completionTokens;
-    return { text, finishReason: reply.finishReason };
-  };
-  let outcome: TrialOutcome;
-  try {
+    const ask = async (messages: ChatCompletionMessageParam[]): Promise<PolicyReply> => {
+      const reply = await deps.models.chat({
+        ...role,
+        messages,
+        sampleIndex: input.trial,
+        policyVersion: input.policy.model,
+      });
+      const text = typeof reply.message.content === 'string' ? reply.message.content : '';
+      transcript.splice(0, transcript.length, ...messages, { role: 'assistant', content: text });
+      usage.steps += 1;
+      usage.promptTokens += reply.usage.promptTokens;
+      usage.completionTokens += reply.usage.completionTokens;
+      return { text, finishReason: reply.finishReason };
+    };
     const score = await LOCAL_BENCHMARKS[input.benchmark].runTrial({ problem, settings, ask });
-    outcome = {
+    return {
       reward: score.reward,
       termination: 'completed',
       ...usage,
@@ -102,9 +95,6 @@ export async function runLocalBenchmarkTrial(
       detail: score.detail,
       trajectory: transcript,
     };
-  } catch (error) {
-    if (!(error instanceof ModelRequestRejectedError)) throw error;
-    outcome = modelRefused(error);
-  }
+  });
   return storeTrial(deps.pool, key, outcome, versions, started);
 }

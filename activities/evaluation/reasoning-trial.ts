@@ -13,7 +13,7 @@ import {
   type ReasoningListInput,
   type ReasoningTrialInput,
 } from '../../schemas/reasoning-evaluation.js';
-import { ModelRequestRejectedError } from '../llm/index.js';
+import { boundedTrial, type TrialSignals } from './trial-deadline.js';
 import {
   playReasoningEpisode,
   scoreReasoningEpisode,
@@ -107,13 +107,9 @@ export async function runReasoningBenchmarkTrial(
     scenario: problem.question,
     answer: problem.answer,
   };
-  let outcome: TrialOutcome;
-  try {
-    outcome = await scoredEpisode(deps, input, reasoning, problem.aliases, episode, hooks);
-  } catch (error) {
-    if (!(error instanceof ModelRequestRejectedError)) throw error;
-    outcome = modelRefused(error);
-  }
+  const outcome = await boundedTrial(hooks, input.wallSeconds, (signals) =>
+    scoredEpisode(deps, input, reasoning, problem.aliases, episode, signals),
+  );
   return storeTrial(deps.pool, key, outcome, versions, started);
 }
 
@@ -124,16 +120,16 @@ async function scoredEpisode(
   reasoning: Parameters<typeof playReasoningEpisode>[1],
   aliases: Parameters<typeof scoreReasoningEpisode>[1]['aliases'],
   episode: Parameters<typeof playReasoningEpisode>[2],
-  hooks: EpisodeHooks,
+  signals: TrialSignals,
 ): Promise<TrialOutcome> {
-  const state = await playReasoningEpisode(deps, reasoning, episode, input, hooks);
+  const state = await playReasoningEpisode(deps, reasoning, episode, input, signals.episode);
   const reward = await scoreReasoningEpisode(
     deps,
     { ...reasoning, aliases },
     state,
     input.evaluationId,
     input.judge,
-    hooks.signal,
+    signals.activity,
   );
   return {
     reward: reward.reward,
@@ -161,19 +157,5 @@ export function policyRole(policy: ReasoningTrialInput['policy'], sampling: Reas
       ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
       ...(sampling.maxTokens !== undefined ? { maxTokens: sampling.maxTokens } : {}),
     },
-  };
-}
-
-/** A trial the model refused (a 4xx: too long a context, say): its failure, reward 0, as the Python worker records one. */
-export function modelRefused(error: ModelRequestRejectedError): TrialOutcome {
-  return {
-    reward: 0,
-    termination: 'model_error',
-    steps: 0,
-    promptTokens: 0,
-    completionTokens: 0,
-    failure: error.message.slice(0, 2_000),
-    detail: 'the model refused the request',
-    trajectory: [],
   };
 }

@@ -14,13 +14,14 @@ import {
   type SyntheticListInput,
   type SyntheticTrialInput,
 } from '../../schemas/synthetic-evaluation.js';
-import { canonicalJson, ModelRequestRejectedError, type ModelClient } from '../llm/index.js';
+import { canonicalJson, type ModelClient } from '../llm/index.js';
 import { ensureRubricControls, judgeOrRecordUnjudged } from '../reward/index.js';
 import { TrainingPlanError } from '../training/errors.js';
 import { POLICY_ROLE } from '../training/rollout.js';
 import { splitHeldOut } from '../training/sampling.js';
 import type { EpisodeHooks, EpisodeRunner } from '../world/index.js';
-import { modelRefused, policyRole } from './reasoning-trial.js';
+import { policyRole } from './reasoning-trial.js';
+import { boundedTrial, type TrialSignals } from './trial-deadline.js';
 import {
   configHash,
   packageVersions,
@@ -111,13 +112,9 @@ export async function runSyntheticBenchmarkTrial(
   if (stored) return stored;
 
   const episodeId = `${input.evaluationId}/synthetic/${input.group}/${input.taskId}/t${input.trial}`;
-  let outcome: TrialOutcome;
-  try {
-    outcome = await judgedEpisode(deps, input, episodeId, hooks);
-  } catch (error) {
-    if (!(error instanceof ModelRequestRejectedError)) throw error;
-    outcome = modelRefused(error);
-  }
+  const outcome = await boundedTrial(hooks, input.wallSeconds, (signals) =>
+    judgedEpisode(deps, input, episodeId, signals),
+  );
   return storeTrial(deps.pool, key, outcome, versions, started);
 }
 
@@ -126,7 +123,7 @@ async function judgedEpisode(
   deps: SyntheticTrialDependencies,
   input: ReturnType<typeof SyntheticTrialInputSchema.parse>,
   episodeId: string,
-  hooks: EpisodeHooks,
+  signals: TrialSignals,
 ): Promise<TrialOutcome> {
   const policyVersion = input.policy.model;
   const episode = await deps.world.runEpisode(
@@ -144,9 +141,9 @@ async function judgedEpisode(
       maxTurns: input.maxTurns,
       templates: input.templates,
     },
-    hooks,
+    signals.episode,
   );
-  const judgeDeps = { pool: deps.pool, models: deps.models, signal: hooks.signal };
+  const judgeDeps = { pool: deps.pool, models: deps.models, signal: signals.activity };
   const judgeInput = {
     taskId: input.taskId,
     judge: input.judge,

@@ -61,6 +61,7 @@ def trial_config(spec: TrialInput) -> dict:
     row and hashed, so rows from different settings or benchmark versions are never mixed up."""
     config = dump(spec)
     config.pop("evaluationId")
+    config.pop("wallSeconds", None)  # decides only whether a stuck trial ends, not its score
     return {
         "trial": config,
         "packages": package_versions(),
@@ -147,6 +148,7 @@ def run_trial(payload: dict) -> dict:
             json.dumps(spec.as_json()),
             heartbeat=lambda steps: activity.heartbeat({"steps": steps}),
             interval_s=_heartbeat_interval(),
+            wall_seconds=spec.wall_seconds,
         )
     except InputError as error:
         raise _bad_input(str(error)) from None

@@ -60,6 +60,10 @@ def _handler(spec: TrialInput, on_step: Callable[[int], None]):
 
         steps = 0
 
+        def _build_client_kwargs(self):
+            # No model call waits longer than the whole trial may run (the SDK's default is 10 min).
+            return {**super()._build_client_kwargs(), "timeout": float(spec.wall_seconds)}
+
         def _query_FC(self, inference_data: dict):
             CountingHandler.steps += 1
             on_step(CountingHandler.steps)

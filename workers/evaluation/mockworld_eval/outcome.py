@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -64,14 +67,31 @@ _TRANSIENT = {
 
 
 def is_transient(error: BaseException) -> bool:
+    """Whether no answer of the model arrived: the endpoint could not be reached, timed out, was
+    overloaded, cut the response off, or sent a body that is not JSON. The same fault is classified
+    the same for both benchmarks, whichever client's class carries it: openai raises the bare
+    JSONDecodeError of a 200 whose body is not JSON where litellm wraps it in an
+    InternalServerError, so the decode error is recognised by where it was raised (reading the HTTP
+    response), not by its class alone: a model's tool-call arguments that are not JSON are an
+    answer, scored by the benchmark."""
     seen: set[int] = set()
     current: Optional[BaseException] = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if any(cls.__name__ in _TRANSIENT for cls in type(current).__mro__):
             return True
+        if isinstance(current, json.JSONDecodeError) and _raised_reading_response(current):
+            return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def _raised_reading_response(error: BaseException) -> bool:
+    """Raised while an HTTP client (httpx, and the copy the openai SDK vendors) decoded a response."""
+    return any(
+        frame.name == "json" and re.search(r"/httpx\w*/_models\.py$", frame.filename)
+        for frame in traceback.extract_tb(error.__traceback__)
+    )
 
 
 def describe(error: BaseException) -> str:

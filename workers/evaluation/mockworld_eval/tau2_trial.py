@@ -49,6 +49,8 @@ def _llm_args(spec: TrialInput, sampling: Sampling, endpoint, role: str) -> dict
         "api_key": api_key,
         "temperature": sampling.temperature,
         "extra_headers": trial_headers(spec, role),
+        # No model call waits longer than the whole trial may run (litellm's default: 6,000 s).
+        "timeout": float(spec.wall_seconds),
     }
     if sampling.top_p is not None:
         args["top_p"] = sampling.top_p

@@ -47,8 +47,12 @@ def test_the_defaults_are_filled_and_the_settings_dump_as_before():
         "maxErrors": 10,
         "seed": 300,
     }
-    assert contract.dump(spec) == expected
-    text = json.dumps(contract.dump(spec), sort_keys=True, separators=(",", ":"))
+    # The trial's wall-clock bound is filled in too, and left out of the stored config: it decides
+    # whether a stuck trial ends, not its score, so rows stored before it existed still match.
+    assert contract.dump(spec) == {**expected, "wallSeconds": 1800}
+    config = {key: value for key, value in contract.dump(spec).items() if key != "wallSeconds"}
+    assert activities.trial_config(spec)["trial"] == {key: value for key, value in config.items() if key != "evaluationId"}
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     assert hashlib.sha256(text.encode()).hexdigest() == hashlib.sha256(
         json.dumps(expected, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
