@@ -1,5 +1,5 @@
-import { Context } from '@temporalio/activity';
 import type { CorrectnessInput, CorrectnessReward } from '../../schemas/reasoning-correctness.js';
+import { activityCancellation } from '../cancellation.js';
 import type { ModelClient } from '../llm/index.js';
 import { DEFAULT_SANDBOX_VENV, locateSandbox, type SandboxInstall } from '../sandbox/install.js';
 import { getPool } from '../store/db.js';
@@ -12,14 +12,6 @@ export { normalizeAnswer } from './normalize.js';
 export { scoreAnswers, type CorrectnessDependencies } from './rewards.js';
 export { ANSWER_JUDGE_ROLE, exactMatch, judgeAnswer } from './search-match.js';
 
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined; // called outside an activity (tests, scripts)
-  }
-}
-
 /** The correctness rewards' activity, bound to one database, the model layer and the sandbox venv. */
 export function createCorrectnessActivities(
   databaseUrl: string,
@@ -30,7 +22,7 @@ export function createCorrectnessActivities(
   return {
     /** Rewards (1/0) for responses to one math or search problem, stored with their extracted answers. */
     async scoreReasoningAnswers(input: CorrectnessInput): Promise<CorrectnessReward[]> {
-      const signal = activitySignal();
+      const signal = activityCancellation();
       return scoreAnswers(
         {
           pool: getPool(databaseUrl),

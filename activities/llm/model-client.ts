@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { z } from 'zod';
 import { loadEnvironment } from '../../schemas/environment.js';
 import type { ModelPrices } from '../../schemas/model-endpoint.js';
+import { activityCancellation, finishingAtShutdown } from '../cancellation.js';
 import { getPool, retryOnConnectionError } from '../store/db.js';
 import { boundedAnswer, isOversized, outOfBounds } from './answer-bounds.js';
 import type { BackoffOptions } from './backoff.js';
@@ -209,9 +210,14 @@ export function createModelClient(options: ModelClientOptions = {}): ModelClient
   const pool = (): pg.Pool => getPool(databaseUrl);
   const gatewayUrl =
     options.gatewayUrl === undefined ? environment.MOCKWORLD_MODEL_GATEWAY_URL : options.gatewayUrl;
-  const complete: CallCompleter = gatewayUrl
+  const completer: CallCompleter = gatewayUrl
     ? gatewayCompleter(gatewayUrl, environment.MOCKWORLD_MODEL_GATEWAY_AUTH)
     : createCallCompleter(databaseUrl, options.backoff);
+  // Inside an activity a call stops when the activity is cancelled, the caller's signal or not.
+  const complete: CallCompleter = (call, responseFormat) =>
+    finishingAtShutdown(call.signal ?? activityCancellation(), (signal) =>
+      completer(signal ? { ...call, signal } : call, responseFormat),
+    );
 
   async function structured<S extends z.ZodType>(
     call: ModelCall,

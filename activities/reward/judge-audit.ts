@@ -11,7 +11,6 @@
  * same id pays no judge call twice. A judge whose answer stays malformed after its repair is a
  * failure row, counted and never scored.
  */
-import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import {
   AuditedRunSpecSchema,
@@ -19,6 +18,7 @@ import {
   type JudgeAuditSpec,
 } from '../../schemas/judge-audit-spec.js';
 import { JudgeInputSchema, type JudgeInputData } from '../../schemas/rubric-judge.js';
+import { activityCancellation } from '../cancellation.js';
 import { heartbeatProgress } from '../heartbeat.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
@@ -276,22 +276,13 @@ export function createJudgeAuditActivities(databaseUrl: string, models: ModelCli
     },
     /** One trajectory judged k times (idempotent: stored repeats are not judged again). */
     async judgeAuditTrajectory(input: AuditTrajectoryInput): Promise<AuditTrajectoryResult> {
-      return judgeAuditTrajectory(pool(), models, input, cancellationSignal());
+      return judgeAuditTrajectory(pool(), models, input, activityCancellation());
     },
     /** Mean score, within-trajectory variance and std, and failures per checkpoint. */
     async summarizeJudgeAudit(input: { auditRunId: string; k: number }): Promise<CheckpointStability[]> {
       return summarizeJudgeAudit(pool(), input);
     },
   };
-}
-
-/** The current activity's cancellation signal; none outside an activity (scripts, tests). */
-function cancellationSignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The audit activities' interface, for `proxyActivities`. */

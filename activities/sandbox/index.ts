@@ -1,5 +1,5 @@
-import { Context } from '@temporalio/activity';
 import type { PythonRunRequest, PythonRunResult, SandboxCaps } from '../../schemas/reasoning-sandbox.js';
+import { activityCancellation } from '../cancellation.js';
 import { DEFAULT_SANDBOX_VENV, locateSandbox, type SandboxInstall } from './install.js';
 import { runPython } from './run-python.js';
 import { callPythonTool, type PythonToolOutcome } from './tool.js';
@@ -17,22 +17,13 @@ export interface PythonToolInput {
   readonly caps?: Partial<SandboxCaps>;
 }
 
-/** The cancellation signal of the running activity; none outside one (tests, scripts). */
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The sandbox's activities. The venv is looked up at the first call, not at worker start: a
  * worker that never runs reasoning tasks needs no sandbox.
  */
 export function createSandboxActivities(venv: string = DEFAULT_SANDBOX_VENV) {
   let install: SandboxInstall | undefined;
-  const deps = () => ({ install: (install ??= locateSandbox(venv)), signal: activitySignal() });
+  const deps = () => ({ install: (install ??= locateSandbox(venv)), signal: activityCancellation() });
   return {
     /** Runs a Python program in the sandbox (tool code, the math verifier). */
     async runSandboxedPython(request: PythonRunRequest): Promise<PythonRunResult> {

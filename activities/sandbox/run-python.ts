@@ -9,6 +9,7 @@ import {
   type SandboxCap,
   type SandboxCaps,
 } from '../../schemas/reasoning-sandbox.js';
+import { activityCancellation } from '../cancellation.js';
 import { bwrapArgs } from './bwrap-args.js';
 import { SandboxRequestError, SandboxUnavailableError } from './errors.js';
 import { createRunCgroup, type CgroupSupport, type RunCgroup, type RunUsage } from './cgroup.js';
@@ -27,7 +28,10 @@ const UID_RANGE = [1_000_000, 2_000_000_000] as const;
 /** What a run needs from the worker. */
 export interface RunDependencies {
   readonly install: SandboxInstall;
-  /** Cancels the run: it is killed (or leaves the queue), and the call rejects with the signal's reason. */
+  /**
+   * Cancels the run: it is killed (or leaves the queue), and the call rejects with the signal's
+   * reason. Default: the running activity's cancellation.
+   */
   readonly signal?: AbortSignal;
   /** The worker's slots and cgroups; default: this process's (host.ts). */
   readonly host?: SandboxHost;
@@ -43,7 +47,9 @@ const SANDBOX_OVERHEAD_PROCESSES = 3;
  * the worker's. Throws only {@link SandboxRequestError} for a request over its limits and
  * {@link SandboxUnavailableError} when the sandbox itself did not come up.
  */
-export async function runPython(deps: RunDependencies, data: PythonRunRequest): Promise<PythonRunResult> {
+export async function runPython(given: RunDependencies, data: PythonRunRequest): Promise<PythonRunResult> {
+  // Inside an activity a run is killed when the activity is cancelled, whatever signal it was given.
+  const deps = { ...given, signal: given.signal ?? activityCancellation() };
   const parsed = PythonRunRequestSchema.safeParse(data);
   if (!parsed.success) {
     throw new SandboxRequestError(

@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import {
   IndexCorpusInputSchema,
   SearchBackendSchema,
@@ -7,6 +6,7 @@ import {
   type SearchHit,
   type SearchRequest,
 } from '../../schemas/reasoning-search.js';
+import { activityCancellation } from '../cancellation.js';
 import { resolveDataFile } from '../data-files.js';
 import { getPool } from '../store/db.js';
 import { indexCorpus, type IndexCorpusResult } from './offline-index.js';
@@ -31,17 +31,9 @@ export interface SearchToolInput {
   readonly topK?: number;
 }
 
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined; // called outside an activity (tests, scripts)
-  }
-}
-
 /** The search tool's activities, bound to one database (the offline index lives there). */
 export function createSearchActivities(databaseUrl: string) {
-  const deps = () => ({ pool: getPool(databaseUrl), signal: activitySignal() });
+  const deps = () => ({ pool: getPool(databaseUrl), signal: activityCancellation() });
   return {
     /** Indexes a JSONL corpus as a collection (idempotent: the same file writes nothing). */
     async indexSearchCorpus(input: IndexCorpusInput): Promise<IndexCorpusResult> {
