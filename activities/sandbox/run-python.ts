@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { closeSync, openSync } from 'node:fs';
 import { randomBytes, randomInt } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
@@ -117,11 +118,26 @@ function openFilter(file: string): number {
  * The process to start: bubblewrap, or (with a cgroup) a shell that first moves itself into the
  * run's cgroup and then becomes bubblewrap, so every process of the run is born inside it.
  */
-function sandboxCommand(bwrap: string, args: string[], cgroup: RunCgroup | null): [string, string[]] {
-  if (!cgroup) return [bwrap, args];
-  const enter = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
-  return ['/bin/sh', ['-c', enter, 'sh', ...cgroup.procsFiles, '--', bwrap, ...args]];
+function sandboxCommand(bwrap: string, args: string[], cgroup: RunCgroup | null) {
+  // bubblewrap reads its options from ARGS_FD, so its command line, the sandbox's /proc/1/cmdline,
+  // names none of the host paths it binds: only the command, in the sandbox's own paths, stays.
+  const commandAt = args.indexOf('--');
+  const options = args.slice(0, commandAt);
+  const argv = ['--args', String(ARGS_FD), ...args.slice(commandAt)];
+  if (!cgroup) return { command: bwrap, argv0: 'bwrap', argv, options };
+  // Run from its folder, so that its name on the command line holds no host path either.
+  const enter =
+    'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; ' +
+    'cd "${1%/*}" || exit 125; bwrap="./${1##*/}"; shift; exec "$bwrap" "$@"';
+  return {
+    command: '/bin/sh',
+    argv: ['-c', enter, 'sh', ...cgroup.procsFiles, '--', bwrap, ...argv],
+    options,
+  };
 }
+
+/** The descriptor bubblewrap reads its arguments from (after SECCOMP_FD, 3). */
+const ARGS_FD = 4;
 
 /** Runs bwrap with `args`, feeds it `request`, enforces the wall-time and output caps. */
 function supervise(
@@ -135,11 +151,14 @@ function supervise(
   const started = performance.now();
   // An empty environment: bubblewrap is the sandbox's PID 1, and its /proc/1/environ must hold
   // none of the worker's variables (keys, database URLs).
-  const [command, commandArgs] = sandboxCommand(deps.install.bwrap, args, cgroup);
+  const { command, argv0, argv, options } = sandboxCommand(deps.install.bwrap, args, cgroup);
   const filter = openFilter(deps.install.seccomp);
-  // stdio[3] is SECCOMP_FD: bubblewrap reads the filter from it.
-  const child = spawn(command, commandArgs, { env: {}, stdio: ['pipe', 'pipe', 'pipe', filter] });
+  // stdio[3] is SECCOMP_FD: bubblewrap reads the filter from it; stdio[4], ARGS_FD, its arguments.
+  const child = spawn(command, argv, { argv0, env: {}, stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe'] });
   closeSync(filter);
+  const argsPipe = child.stdio[ARGS_FD] as Writable;
+  argsPipe.on('error', () => undefined); // a bubblewrap that failed to start reads nothing
+  argsPipe.end(options.map((option) => `${option}\0`).join(''));
   const stdout = child.stdout!;
   const stderr = child.stderr!;
   const stdin = child.stdin!;

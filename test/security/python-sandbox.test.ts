@@ -237,6 +237,21 @@ describe('the python sandbox against hostile programs', () => {
     // /home or /work.
     expect(lines[3]).not.toMatch(/'etc'|'home'|'work'/);
     expect(search.stdout).not.toContain(canary);
+
+    // The command lines of the sandbox's processes (bubblewrap is its PID 1) name no host path:
+    // bubblewrap reads the host paths it binds from a descriptor. (The mount table,
+    // /proc/self/mountinfo, still shows where the venv and the interpreter lie on the host.)
+    const commandLines = await run(
+      [
+        'import os',
+        'for pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):',
+        '    print(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode())',
+      ].join('\n'),
+    );
+    expect(commandLines.outcome).toBe('ok');
+    expect(commandLines.stdout).toContain('/sandbox/bootstrap/bootstrap.py');
+    for (const hostPath of [REPO_ROOT, install.venv, install.bwrap, install.basePrefix])
+      expect(commandLines.stdout).not.toContain(hostPath);
   });
 
   it('writes only to its scratch directory, which is gone after the run', async () => {

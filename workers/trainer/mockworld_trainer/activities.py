@@ -29,10 +29,11 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 
 from . import contract
 from .errors import TrainerError
+from .optim import Progress
 from .step_metrics import record_step
 from .tracking import Tracker, flat_config, numeric_leaves
 from .trainer import Trainer
@@ -128,7 +129,9 @@ class TrainerActivities:
     def _step(self, data: Any, kind: str) -> dict[str, Any]:
         d = _input(f"trainer.{kind}Step", data)
         started = time.monotonic()
-        with Heartbeater() as beat:
+        # The SDK raises a cancellation into this thread wherever it runs; a step is only left at
+        # its safe points (below), never inside a collective or a save.
+        with Heartbeater() as beat, activity.shield_thread_cancel_exception():
             result = self.trainer.train_step(
                 d["run_id"],
                 d["step"],
@@ -136,7 +139,7 @@ class TrainerActivities:
                 kind=kind,
                 model=d.get("model"),
                 config=d.get("config"),
-                progress=beat,
+                progress=self._safe_points(beat),
             )
             record_step(kind, bool(result["replayed"]), time.monotonic() - started)
             # Written once per step (a replay finds it tracked); a failing backend is a warning only.
@@ -148,6 +151,21 @@ class TrainerActivities:
                 flat_config({"kind": kind, "model": d.get("model"), "step_config": d.get("config")}, "trainer"),
             )
             return result
+
+    def _safe_points(self, beat: Heartbeater) -> Progress:
+        """The step's progress, which is also where a cancelled step stops: between micro-batches,
+        before the save, on a one-rank trainer (the step is then not applied, and the in-memory
+        weights are reloaded from the last committed step, trainer.py). A group's ranks run every
+        micro-batch's collectives together and rank 0 cannot leave them alone: a group's step
+        finishes and is committed, and the cancellation is reported after it."""
+        alone = isinstance(self.trainer, Trainer) and self.trainer.ranks.world == 1  # not a GroupTrainer
+
+        def progress(phase: str, done: int, total: int) -> None:
+            beat(phase, done, total)
+            if alone and not phase.startswith("save") and activity.is_cancelled():
+                raise CancelledError(f"cancelled during {phase} ({done}/{total}), before the step was applied")
+
+        return progress
 
     @activity.defn(name="trainer.grpoStep")
     @_non_retryable

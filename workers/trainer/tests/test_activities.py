@@ -13,7 +13,7 @@ import pytest
 import temporalio.api.failure.v1
 import temporalio.converter
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 from trainer_data import TINY, make_pretrained_dir, rollout_batch, transcript, write_jsonl
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -236,3 +236,25 @@ def test_a_failure_of_no_contract_type_is_retryable_and_small_enough_for_tempora
     failure = temporalio.api.failure.v1.Failure()
     temporalio.converter.DefaultFailureConverter().to_failure(err, temporalio.converter.default().payload_converter, failure)
     assert failure.ByteSize() < 4_096
+
+
+def test_a_cancelled_step_stops_at_a_safe_point_unapplied_and_the_next_attempt_applies_it(acts, batch_ref, tmp_path):
+    env, phases = ActivityEnvironment(), []
+
+    def on_heartbeat(details: dict) -> None:
+        phases.append(details["phase"])
+        if details["phase"] == "old_logprobs":
+            env.cancel()  # the run is cancelled while the step computes
+
+    env.on_heartbeat = on_heartbeat
+    request = {"run_id": "wf-cancel", "step": 1, "batch_ref": batch_ref, "model": TINY, "config": CFG}
+    with pytest.raises(CancelledError) as cancelled:
+        env.run(acts.grpo_step, request)
+    # Raised at the safe point (the SDK's own pending cancellation may replace it on the way out).
+    chain = [cancelled.value, cancelled.value.__context__]
+    assert any("before the step was applied" in str(e) for e in chain if e is not None)
+    assert "save" not in phases and "update" not in phases  # left before any optimizer update
+    assert acts.trainer.store.latest_step("wf-cancel") == 0
+    # Not applied, so a later attempt applies it, from the weights of the last committed step.
+    out = ActivityEnvironment().run(acts.grpo_step, request)
+    assert out["replayed"] is False and acts.trainer.store.latest_step("wf-cancel") == 1
