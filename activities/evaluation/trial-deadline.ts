@@ -32,13 +32,9 @@ export async function boundedTrial(
   play: (signals: TrialSignals) => Promise<TrialOutcome>,
 ): Promise<TrialOutcome> {
   const bound = new AbortController();
+  const expiry = new Error('the trial reached its wall-clock bound');
   const timer =
-    wallSeconds === undefined
-      ? undefined
-      : setTimeout(
-          () => bound.abort(new Error('the trial reached its wall-clock bound')),
-          wallSeconds * 1000,
-        );
+    wallSeconds === undefined ? undefined : setTimeout(() => bound.abort(expiry), wallSeconds * 1000);
   let turns = 0;
   const episode: EpisodeHooks = {
     onTurn: (progress) => {
@@ -50,12 +46,21 @@ export async function boundedTrial(
   try {
     return await play({ episode, activity: hooks.signal });
   } catch (error) {
-    if (bound.signal.aborted && !hooks.signal?.aborted) return timedOut(wallSeconds!, turns);
+    // Only the bound's own abort is a time limit: a judge that fails after it is still a failure.
+    if (causedBy(error, expiry)) return timedOut(wallSeconds!, turns);
     if (error instanceof ModelRequestRejectedError) return modelRefused(error);
     throw error;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Whether `error` is `reason` or was caused by it. */
+function causedBy(error: unknown, reason: Error): boolean {
+  let at: unknown = error;
+  for (let depth = 0; at instanceof Error && depth < 16; depth++, at = at.cause)
+    if (at === reason) return true;
+  return false;
 }
 
 function timedOut(wallSeconds: number, turns: number): TrialOutcome {
