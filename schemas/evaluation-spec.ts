@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BFCL_CATEGORIES, DEFAULT_TRIAL_TIMEOUT_MINUTES, TAU2_DOMAINS } from './evaluation-contract.js';
+import { markedJudgeControlsSchema } from './judge-controls.js';
 import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
 import {
   LOCAL_BENCHMARK_NAMES,
@@ -153,6 +154,9 @@ const SearchBenchmarkSchema = z
     ),
     judge: ModelRoleSchema.describe(
       'Decides answers that are no exact match of the gold answer or an alias (the seed: an LLM judge).',
+    ),
+    judgeControls: markedJudgeControlsSchema(
+      'per problem the judge decides, once per run: its reference answer and a wrong one',
     ),
   })
   .strict();

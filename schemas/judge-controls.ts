@@ -54,6 +54,13 @@ export interface ControlTally {
   readonly passRate: number | null;
 }
 
+/** Several judges' controls as one tally. */
+export function sumTallies(...tallies: readonly ControlTally[]): ControlTally {
+  const controls = tallies.reduce((n, t) => n + t.controls, 0);
+  const passed = tallies.reduce((n, t) => n + t.passed, 0);
+  return { controls, passed, passRate: controls > 0 ? passed / controls : null };
+}
+
 /** The judge's standing in a run's metrics and summary. */
 export interface JudgeStanding {
   readonly controlPassRate: number;
@@ -73,11 +80,12 @@ export function judgeStanding(
   tally: ControlTally | undefined,
   minPassRate: number,
   figures: string,
+  items = 'control transcripts',
 ): JudgeStanding | undefined {
   if (!tally || tally.passRate === null) return undefined;
   const unreliable = tally.passRate < minPassRate;
   const reason = unreliable
-    ? `judge unreliable: it graded ${tally.passed} of ${tally.controls} control transcripts right ` +
+    ? `judge unreliable: it graded ${tally.passed} of ${tally.controls} ${items} right ` +
       `(${percent(tally.passRate)}, below ${percent(minPassRate)}), so its ${figures} cannot be ` +
       'believed; give the run a stronger judge (judge.endpoint)'
     : null;

@@ -2,13 +2,11 @@ import {
   ParentClosePolicy,
   condition,
   getExternalWorkflowHandle,
-  patched,
   proxyActivities,
   setHandler,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { MockworldActivities } from '../activities/index.js';
 import type { RunActivities } from '../activities/runs.js';
 import {
   DEFAULT_TRIAL_TIMEOUT_MINUTES,
@@ -34,10 +32,10 @@ import {
 import { linkViewer, RunControl } from './run-control.js';
 import { endRunOnError } from './run-end.js';
 import { validateSpec } from './spec-guard.js';
-import { judgeStanding, type JudgeStanding } from '../schemas/judge-controls.js';
+import type { JudgeStanding } from '../schemas/judge-controls.js';
+import { evaluationJudgeStanding } from './evaluation-judge.js';
 
 const { recordRunStart, recordRunFinish } = proxyActivities<RunActivities>(SHORT_ACTIVITY);
-const { syntheticJudgeControls } = proxyActivities<MockworldActivities>(SHORT_ACTIVITY);
 
 /** What an Evaluation run returns and stores as its summary (`mockworld report` prints it). */
 export interface EvaluationSummary {
@@ -45,7 +43,7 @@ export interface EvaluationSummary {
   readonly policy: EvalEndpoint;
   readonly groups: EvaluationGroupResult[];
   readonly metrics: EvaluationMetrics;
-  /** The synthetic benchmark's rubric judge by its controls (absent without one, and before controls). */
+  /** The rubric and answer judges by their controls (absent without either, and before controls). */
   readonly judge?: JudgeStanding;
 }
 
@@ -283,7 +281,7 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   } catch (error) {
     return endRunOnError(control, runId, error);
   }
-  const judge = await syntheticJudgeStanding(spec, runId, control);
+  const judge = await evaluationJudgeStanding(spec, runId, control);
   const summary: EvaluationSummary = {
     name: spec.name,
     policy: policyEndpoint(spec.policy),
@@ -295,23 +293,6 @@ export async function Evaluation(input: unknown): Promise<EvaluationSummary> {
   control.setState('completed');
   await recordRunFinish({ runId, state: 'completed', summary: { ...summary } });
   return summary;
-}
-
-/**
- * The synthetic benchmark's rubric judge, by its controls (issue 36): named in the Temporal UI
- * when unreliable, and kept in the summary. Undefined without a synthetic benchmark.
- */
-async function syntheticJudgeStanding(
-  spec: EvaluationSpec,
-  runId: string,
-  control: RunControl,
-): Promise<JudgeStanding | undefined> {
-  const synthetic = spec.benchmarks.synthetic;
-  if (!synthetic || !patched('rubric-judge-controls')) return undefined;
-  const tally = await syntheticJudgeControls({ evaluationId: runId });
-  const standing = judgeStanding(tally, synthetic.judgeControls.minPassRate, 'synthetic rewards');
-  control.warn('judge', standing?.reason ?? undefined);
-  return standing;
 }
 
 /** What an Evaluation's pause and resume handlers share with its group loop. */

@@ -11,6 +11,7 @@ import type { RunDependencies } from '../sandbox/index.js';
 import { CorrectnessInputError } from './errors.js';
 import { extractFinalAnswer, type ExtractedAnswer } from './extract.js';
 import { verifyMath } from './math-verify.js';
+import { ensureAnswerControls } from './answer-controls.js';
 import { exactMatch, judgeAnswer } from './search-match.js';
 
 /** What scoring needs from the worker. */
@@ -123,6 +124,7 @@ async function scoreSearch(
   items: readonly Item[],
 ): Promise<Scored[]> {
   const scored: Scored[] = [];
+  let controlled = false;
   for (const item of items) {
     const answer: ExtractedAnswer | null = extractFinalAnswer(item.response, { lastLine: true });
     if (!answer) {
@@ -139,6 +141,16 @@ async function scoreSearch(
         judgeCacheKey: null,
       });
       continue;
+    }
+    // The judge's controls on this question, once per run, before its first verdict on it.
+    if (!controlled) {
+      await ensureAnswerControls(deps, {
+        runId: input.runId,
+        question: input.question,
+        gold: input.gold,
+        judge: input.judge!,
+      });
+      controlled = true;
     }
     const verdict = await judgeAnswer({
       models: deps.models,

@@ -28,6 +28,8 @@ export interface AnswerJudgeCall {
   readonly gold: string;
   readonly answer: string;
   readonly signal?: AbortSignal;
+  /** The ledger role; default {@link ANSWER_JUDGE_ROLE} (controls are billed apart). */
+  readonly role?: string;
 }
 
 /**
@@ -60,7 +62,7 @@ export async function judgeAnswer(
       ],
       sampling: call.judge.sampling,
       runId: call.runId,
-      role: ANSWER_JUDGE_ROLE,
+      role: call.role ?? ANSWER_JUDGE_ROLE,
       signal: call.signal,
     },
     AnswerMatchSchema,

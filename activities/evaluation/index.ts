@@ -18,6 +18,8 @@ import type { LocalListInput, LocalTrialInput } from '../../schemas/local-benchm
 
 export { readBenchmarkFile } from './benchmark-file.js';
 import { rubricControlTally, type RubricControlTally } from '../reward/index.js';
+import { sumTallies, type ControlTally } from '../../schemas/judge-controls.js';
+import { answerControlTally } from '../correctness/answer-controls.js';
 export { BenchmarkFileError, EVALUATION_ERRORS, EvalJudgeFailed, EvalTrialConflict } from './errors.js';
 
 /** The math, search and synthetic benchmark activities, bound to one database, model client and sandbox. */
@@ -74,6 +76,22 @@ export function createEvaluationActivities(
      */
     async syntheticJudgeControls(input: { evaluationId: string }): Promise<RubricControlTally> {
       return rubricControlTally(getPool(databaseUrl), input.evaluationId);
+    },
+
+    /**
+     * The controls of an evaluation's judges so far, as one tally: the synthetic benchmark's rubric
+     * judge (`rubric`) and the search benchmark's answer judge (`answer`, correctness/answer-controls.ts).
+     */
+    async evaluationJudgeControls(input: {
+      evaluationId: string;
+      rubric: boolean;
+      answer: boolean;
+    }): Promise<ControlTally> {
+      const pool = getPool(databaseUrl);
+      return sumTallies(
+        ...(input.rubric ? [await rubricControlTally(pool, input.evaluationId)] : []),
+        ...(input.answer ? [await answerControlTally(pool, input.evaluationId)] : []),
+      );
     },
 
     /** A registered file benchmark's problem ids, versions and data hash. Not retryable: `BenchmarkFileError`. */

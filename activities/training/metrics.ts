@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { episodePrefix, type TrainingPurpose } from './episode-ids.js';
 import { POLICY_ROLE } from './rollout.js';
+import { sumTallies } from '../../schemas/judge-controls.js';
+import { answerControlTally } from '../correctness/answer-controls.js';
 import { rubricControlTally, type RubricControlTally } from '../reward/rubric-controls.js';
 
 /** Input of {@link recordIterationMetrics}. */
@@ -102,7 +104,8 @@ export interface RolloutSummaryMetrics {
   readonly byKind?: Record<string, KindMetrics>;
   /**
    * The rubric judge's controls (reward/rubric-controls.ts) on the tasks of these episodes, and
-   * on every task of the run so far (`run`); absent when the judge graded none.
+   * on every task of the run so far with the answer judge's (correctness/answer-controls.ts,
+   * once per search problem and run) (`run`); absent when no judge graded any.
    */
   readonly judgeControls?: RubricControlTally & { readonly run: RubricControlTally };
 }
@@ -135,7 +138,8 @@ export async function summarizeRollouts(
 
 /** The judge's controls on the episodes' tasks and on the whole run; undefined when it has none. */
 async function judgeControlsOf(pool: pg.Pool, runId: string, prefix: string, purpose: string) {
-  const run = await rubricControlTally(pool, runId);
+  // The rubric judge's controls, and the answer judge's of a reasoning mix's search problems.
+  const run = sumTallies(await rubricControlTally(pool, runId), await answerControlTally(pool, runId));
   if (run.controls === 0) return undefined;
   const { rows } = await pool.query<{ task_id: string }>(
     'SELECT DISTINCT task_id FROM episodes WHERE starts_with(episode_id, $1) AND purpose = $2',

@@ -5,11 +5,18 @@ import {
   CorrectnessInputError,
   verifyMath,
 } from '../../../activities/correctness/index.js';
+import {
+  ANSWER_JUDGE_CONTROL_ROLE,
+  answerControlTally,
+  wrongAnswer,
+} from '../../../activities/correctness/answer-controls.js';
 import { createModelClient, StructuredOutputRejectedError } from '../../../activities/llm/index.js';
+import { getPool } from '../../../activities/store/db.js';
+import { judgeStanding } from '../../../schemas/judge-controls.js';
 import { locateSandbox } from '../../../activities/sandbox/index.js';
 import { ModelEndpointSchema } from '../../../schemas/model-endpoint.js';
 import { createTestDatabase, query, type TestDatabase } from '../../../testkit/database.js';
-import { startModelServer, type ModelServer } from '../../../testkit/model-server.js';
+import { startModelServer, type ModelServer, type ScriptedRequest } from '../../../testkit/model-server.js';
 
 /**
  * Correctness rewards with hand-made cases: math through math-verify in the real sandbox (the
@@ -153,6 +160,66 @@ describe('correctness rewards', () => {
     });
     expect(again).toEqual([rewards[1]]);
     expect(server.requestCount(ANSWER_JUDGE_ROLE) - before).toBe(2);
+  });
+
+  it("search: the judge also grades each question's reference and a wrong answer, once per run, never a score", async () => {
+    const line = (prompt: string, label: string) => new RegExp(`^${label}: (.*)$`, 'm').exec(prompt)![1]!;
+    const honest = (request: ScriptedRequest) => {
+      const prompt = String(request.body.messages.at(-1)!.content);
+      const equivalent = line(prompt, 'Answer to grade')
+        .toLowerCase()
+        .includes(line(prompt, 'Reference answer').toLowerCase());
+      return JSON.stringify({ equivalent, reason: equivalent ? 'Names the reference.' : 'Another answer.' });
+    };
+    const lenient = () => JSON.stringify({ equivalent: true, reason: 'Close enough.' });
+    // Each judge its own model: the ledger would otherwise answer the second from the first's calls.
+    const score = (runId: string, rewardId: string, model: string) =>
+      activities.scoreReasoningAnswers({
+        runId,
+        kind: 'search',
+        question: 'Who discovered polonium?',
+        gold: 'Marie Curie',
+        judge: { ...judge, endpoint: { ...judge.endpoint, model } },
+        items: [{ rewardId, response: 'Final answer: the physicist Marie Curie' }],
+      });
+    const pool = getPool(db.url);
+
+    server.setScript([
+      { role: ANSWER_JUDGE_ROLE, reply: honest },
+      { role: ANSWER_JUDGE_CONTROL_ROLE, reply: honest },
+    ]);
+    const [reward] = await score('run-controls-honest', 'controls-honest-1', 'honest-judge');
+    expect(reward).toMatchObject({ reward: 1, method: 'judge' }); // the controls are no score
+    expect(
+      await query(
+        db.url,
+        `SELECT kind, answer, expected, passed FROM answer_judge_controls WHERE run_id = 'run-controls-honest' ORDER BY kind`,
+      ),
+    ).toEqual([
+      { kind: 'reference', answer: 'Marie Curie', expected: true, passed: true },
+      { kind: 'wrong', answer: 'I do not know.', expected: false, passed: true },
+    ]);
+    const controlCalls = server.requestCount(ANSWER_JUDGE_CONTROL_ROLE);
+    await score('run-controls-honest', 'controls-honest-2', 'honest-judge'); // once per question and run
+    expect(server.requestCount(ANSWER_JUDGE_CONTROL_ROLE)).toBe(controlCalls);
+    const honestTally = await answerControlTally(pool, 'run-controls-honest');
+    expect(honestTally).toEqual({ controls: 2, passed: 2, passRate: 1 });
+    expect(judgeStanding(honestTally, 0.9, 'search scores', 'control items')?.unreliable).toBe(false);
+
+    // A judge that calls every answer equivalent is found out by the wrong answer.
+    server.setScript([
+      { role: ANSWER_JUDGE_ROLE, reply: lenient },
+      { role: ANSWER_JUDGE_CONTROL_ROLE, reply: lenient },
+    ]);
+    await score('run-controls-lenient', 'controls-lenient-1', 'lenient-judge');
+    const lenientTally = await answerControlTally(pool, 'run-controls-lenient');
+    expect(lenientTally).toEqual({ controls: 2, passed: 1, passRate: 0.5 });
+    expect(judgeStanding(lenientTally, 0.9, 'search scores', 'control items')?.reason).toBe(
+      'judge unreliable: it graded 1 of 2 control items right (50%, below 90%), so its search scores ' +
+        'cannot be believed; give the run a stronger judge (judge.endpoint)',
+    );
+    // A numeric reference gets another number as its wrong answer.
+    expect([wrongAnswer('43'), wrongAnswer('1,000'), wrongAnswer('-2.5')]).toEqual(['86', '2000', '0']);
   });
 
   it('search: a judge that fails is an error, never a score, and nothing is stored', async () => {
