@@ -3,6 +3,7 @@
  * synthetic tasks and the registered file benchmarks (benchmarks/index.ts); the official tau2 and
  * BFCL code runs on the Python evaluation worker, workers/evaluation.
  */
+import type pg from 'pg';
 import type { ListTasksResult, TrialSummary } from '../../schemas/evaluation-contract.js';
 import type { ReasoningListInput, ReasoningTrialInput } from '../../schemas/reasoning-evaluation.js';
 import type { ModelClient } from '../llm/index.js';
@@ -82,16 +83,8 @@ export function createEvaluationActivities(
      * The controls of an evaluation's judges so far, as one tally: the synthetic benchmark's rubric
      * judge (`rubric`) and the search benchmark's answer judge (`answer`, correctness/answer-controls.ts).
      */
-    async evaluationJudgeControls(input: {
-      evaluationId: string;
-      rubric: boolean;
-      answer: boolean;
-    }): Promise<ControlTally> {
-      const pool = getPool(databaseUrl);
-      return sumTallies(
-        ...(input.rubric ? [await rubricControlTally(pool, input.evaluationId)] : []),
-        ...(input.answer ? [await answerControlTally(pool, input.evaluationId)] : []),
-      );
+    async evaluationJudgeControls(input: EvaluationJudgesInput): Promise<ControlTally> {
+      return evaluationJudgeTally(getPool(databaseUrl), input);
     },
 
     /** A registered file benchmark's problem ids, versions and data hash. Not retryable: `BenchmarkFileError`. */
@@ -110,6 +103,20 @@ export function createEvaluationActivities(
       );
     },
   };
+}
+
+/** Which of an evaluation's judges to tally. */
+interface EvaluationJudgesInput {
+  readonly evaluationId: string;
+  readonly rubric: boolean;
+  readonly answer: boolean;
+}
+
+async function evaluationJudgeTally(pool: pg.Pool, input: EvaluationJudgesInput): Promise<ControlTally> {
+  return sumTallies(
+    ...(input.rubric ? [await rubricControlTally(pool, input.evaluationId)] : []),
+    ...(input.answer ? [await answerControlTally(pool, input.evaluationId)] : []),
+  );
 }
 
 /** The evaluation activities' interface, for `proxyActivities`. */
