@@ -106,7 +106,7 @@ export function createEvaluationActivities(
 }
 
 /** Which of an evaluation's judges to tally. */
-interface EvaluationJudgesInput {
+export interface EvaluationJudgesInput {
   readonly evaluationId: string;
   readonly rubric: boolean;
   readonly answer: boolean;
