@@ -5,12 +5,15 @@
  */
 import { z } from 'zod';
 
+/** The control pass rate below which a judge is unreliable, unless a spec says otherwise. */
+export const DEFAULT_MIN_PASS_RATE = 0.9;
+
 const minPassRate = (controlled: string) =>
   z
     .number()
     .min(0)
     .max(1)
-    .default(0.9)
+    .default(DEFAULT_MIN_PASS_RATE)
     .describe(
       `Share of control items (${controlled}) the judge must grade right; below it the run is marked ` +
         'judge unreliable.',
@@ -32,7 +35,7 @@ export function judgeControlsSchema(controlled: string, pauseWhen: string) {
         ),
     })
     .strict()
-    .default({ minPassRate: 0.9, onUnreliable: 'mark' })
+    .default({ minPassRate: DEFAULT_MIN_PASS_RATE, onUnreliable: 'mark' })
     .describe(DESCRIPTION);
 }
 
@@ -41,7 +44,7 @@ export function markedJudgeControlsSchema(controlled: string) {
   return z
     .object({ minPassRate: minPassRate(controlled) })
     .strict()
-    .default({ minPassRate: 0.9 })
+    .default({ minPassRate: DEFAULT_MIN_PASS_RATE })
     .describe(`${DESCRIPTION} The run is marked, never paused: its judge calls are graded as it goes.`);
 }
 
@@ -74,20 +77,22 @@ const percent = (rate: number) => `${(100 * rate).toFixed(0)}%`;
 
 /**
  * The standing of a judge from its controls so far; undefined when it graded none (no judge was
- * asked, or a history from before controls existed). `figures` names what rests on the judge.
+ * asked, or a history from before controls existed). `figures` names what rests on the judge,
+ * `judgeField` the spec field that names a stronger one.
  */
 export function judgeStanding(
   tally: ControlTally | undefined,
   minPassRate: number,
   figures: string,
   items = 'control transcripts',
+  judgeField = 'judge.endpoint',
 ): JudgeStanding | undefined {
   if (!tally || tally.passRate === null) return undefined;
   const unreliable = tally.passRate < minPassRate;
   const reason = unreliable
     ? `judge unreliable: it graded ${tally.passed} of ${tally.controls} ${items} right ` +
       `(${percent(tally.passRate)}, below ${percent(minPassRate)}), so its ${figures} cannot be ` +
-      'believed; give the run a stronger judge (judge.endpoint)'
+      `believed; give the run a stronger judge (${judgeField})`
     : null;
   return { controlPassRate: tally.passRate, minPassRate, unreliable, reason };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { markedJudgeControlsSchema } from './judge-controls.js';
 import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
 import { ReasoningSourceSchema } from './reasoning-synthesis.js';
@@ -191,6 +192,9 @@ export const SynthesisSpecSchema = z
       .describe(
         'Least fraction of workflow steps the demonstrations must execute; below it the task is discarded.',
       ),
+    judgeControls: markedJudgeControlsSchema(
+      'empty control demonstrations, in which the coverage judge must find no workflow step done',
+    ),
     refine: RefineSchema.default({ removeSelfSolvable: true, makeSimulable: true, distractors: 1 }),
     taskSize: TaskSizeSchema.default(DEFAULT_TASK_SIZE),
     world: WorldSchema.default(DEFAULT_WORLD),

@@ -95,6 +95,9 @@ export function synthesisScript(request: ScriptedRequest): Reply {
         steps: [0, 1].map((index) => ({ index, executed, evidence: executed ? 'agent calls' : '' })),
       });
     }
+    case 'coverage-judge-control':
+      // The empty control demonstration: an honest judge finds no step done.
+      return json({ steps: [0, 1].map((index) => ({ index, executed: false, evidence: '' })) });
     case 'rubric-extractor':
       return json({
         subGoals: ['The record is found', 'The record is fixed'],

@@ -39,6 +39,8 @@ export interface CoverageInput {
   readonly threshold: number;
   readonly templates: TemplateChoice;
   readonly seed: number;
+  /** Ledger role: the coverage judge's controls are billed apart (coverage-controls.ts). */
+  readonly role?: 'coverage-judge' | 'coverage-judge-control';
 }
 
 /** Judges which workflow steps one demonstration carried out; cached per request like every call. */
@@ -48,7 +50,7 @@ export async function judgeCoverage(
 ): Promise<DemonstrationCoverage> {
   const steps = input.workflow.length;
   const answer = await callStage(models, {
-    role: 'coverage-judge',
+    role: input.role ?? 'coverage-judge',
     model: input.judge,
     stage: COVERAGE_SCHEMA_NAME,
     templates: input.templates,

@@ -18,6 +18,7 @@ import {
   type ReasoningProblemFailure,
   type ReasoningProblemInput,
 } from './reasoning.js';
+import { coverageJudgeStanding } from './coverage-controls.js';
 import { synthesisReport } from './report.js';
 import { createStageActivities } from './stages.js';
 import { createTaskStepActivities } from './task-steps.js';
@@ -141,7 +142,10 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     }: {
       runId: string;
     }): Promise<{ directory: string; kept: number; reasoningKept: number }> {
-      const report = await synthesisReport(pool(), runId);
+      const [report, judge] = await Promise.all([
+        synthesisReport(pool(), runId),
+        coverageJudgeStanding(pool(), runId),
+      ]);
       const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', datasetDirectoryName(runId));
       const exported = await exportRunDataset(pool(), runId, directory);
       const reasoning = await reasoningReport(pool(), runId);
@@ -151,6 +155,7 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
         [
           runId,
           JSON.stringify({
+            ...(judge && { judge }),
             ...report,
             dataset: {
               directory,

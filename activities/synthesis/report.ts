@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import type { ControlTally } from '../../schemas/judge-controls.js';
+import { coverageControlTally } from './coverage-controls.js';
 
 /** The statistics of a synthesis run (the seed's Table 1 analogue), all from PostgreSQL. */
 export interface SynthesisReport {
@@ -24,6 +26,8 @@ export interface SynthesisReport {
   readonly userQuestionsPerDemonstration: Summary;
   readonly toolCallsPerDemonstration: Summary;
   readonly mappingEntries: number;
+  /** The coverage judge's control verdicts (coverage-controls.ts): never a filter decision. */
+  readonly coverageJudgeControls: ControlTally;
   readonly usageByRole: { role: string; calls: number; promptTokens: number; completionTokens: number }[];
 }
 
@@ -40,7 +44,7 @@ const summary = (column: string) =>
 /** Computes the report of run `runId`; tasks are the rows whose id starts with the run id. */
 export async function synthesisReport(pool: pg.Pool, runId: string): Promise<SynthesisReport> {
   const prefix = `${runId}-task-%`;
-  const [outcomes, shapes, demos, refused, mapping, usage] = await Promise.all([
+  const [outcomes, shapes, demos, refused, mapping, usage, coverageJudgeControls] = await Promise.all([
     pool.query(
       `SELECT stage, reject_reason, failed_stage, count(*)::int AS n FROM tasks WHERE run_id = $1 GROUP BY 1, 2, 3`,
       [runId],
@@ -74,6 +78,7 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
          FROM llm_calls WHERE run_id LIKE $1 GROUP BY 1 ORDER BY 1`,
       [prefix],
     ),
+    coverageControlTally(pool, runId),
   ]);
   const rejectedByReason: Record<string, number> = {};
   let kept = 0;
@@ -112,6 +117,7 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
     userQuestionsPerDemonstration: demo.questions,
     toolCallsPerDemonstration: demo.calls,
     mappingEntries: mapping.rows[0].n,
+    coverageJudgeControls,
     usageByRole: usage.rows,
   };
 }

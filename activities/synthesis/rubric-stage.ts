@@ -5,6 +5,7 @@ import type { ModelRole } from '../../schemas/model-endpoint.js';
 import { rubricDraftSchema } from '../../schemas/synthesis-records.js';
 import { DEFAULT_TASK_SIZE } from '../../schemas/synthesis-spec.js';
 import type { ModelClient } from '../llm/index.js';
+import { ensureCoverageControl } from './coverage-controls.js';
 import { judgeCoverage, type DemonstrationCoverage } from './coverage.js';
 import { range, readTask, setStage, type StageDeps, type TaskRow } from './stage-common.js';
 import type { StageInput, StageOutcome } from './stages.js';
@@ -37,29 +38,39 @@ async function loadDemonstrations(pool: () => pg.Pool, episodeIds: readonly stri
 /** A task's demonstrations as loadDemonstrations splits them. */
 type Demonstrations = Awaited<ReturnType<typeof loadDemonstrations>>;
 
-/** Each usable demonstration's coverage, judged one after another, then the rejected ones (never kept). */
+/** What every coverage verdict of the task is asked with: its workflow, instruction and judge. */
+const coverageQuestion = (input: RubricStageInput, task: TaskRow) => ({
+  taskId: input.taskId,
+  workflow: task.workflow as string[],
+  instruction: (task.instruction as string | null) ?? '',
+  judge: input.coverageJudge ?? input.rubricExtractor,
+  templates: input.templates,
+  seed: input.seed,
+});
+
+/**
+ * Each usable demonstration's coverage, judged one after another, then the rejected ones (never
+ * kept); then the judge's control for the task (coverage-controls.ts), which decides nothing here.
+ */
 async function judgeDemonstrations(
-  models: ModelClient,
+  { pool, models }: StageDeps,
   input: RubricStageInput,
   task: TaskRow,
   { ordered, rejected }: Demonstrations,
 ): Promise<DemonstrationCoverage[]> {
+  const question = coverageQuestion(input, task);
   const coverage: DemonstrationCoverage[] = [];
   for (const episode of ordered) {
     coverage.push(
       await judgeCoverage(models, {
-        taskId: input.taskId,
-        workflow: task.workflow as string[],
-        instruction: task.instruction ?? '',
+        ...question,
         episodeId: episode.episode_id as string,
         messages: episode.messages,
-        judge: input.coverageJudge ?? input.rubricExtractor,
         threshold: input.coverageThreshold,
-        templates: input.templates,
-        seed: input.seed,
       }),
     );
   }
+  await ensureCoverageControl({ pool: pool(), models }, { ...question, runId: task.run_id as string });
   for (const e of rejected) {
     coverage.push({
       episodeId: e.episode_id,
@@ -127,7 +138,7 @@ export async function extractRubric(
     const detail = `no demonstration is usable; ${reasons || 'none was run'}`;
     return { ok: false, reason: 'demonstrations_rejected', detail: detail.slice(0, BOUNDS.detailChars) };
   }
-  const coverage = await judgeDemonstrations(models, input, task, demonstrations);
+  const coverage = await judgeDemonstrations({ pool, models }, input, task, demonstrations);
   const keptIds = new Set(coverage.filter((c) => c.kept).map((c) => c.episodeId));
   const shown = ordered.filter((e) => keptIds.has(e.episode_id as string));
   if (shown.length === 0) {

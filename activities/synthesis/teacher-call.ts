@@ -9,15 +9,21 @@ import {
   type TemplateStage,
 } from '../templates/templates.js';
 
-/** The system line of each synthesis role; the stage template is the user message. */
+const COVERAGE_JUDGE_SYSTEM =
+  'You are a strict, impartial grader of AI assistant transcripts. You check each workflow step against ' +
+  'what the transcript shows and answer with JSON only.';
+
+/**
+ * The system line of each synthesis role; the stage template is the user message. The coverage
+ * judge's controls are billed apart but must read exactly like its real calls.
+ */
 const SYSTEM_PROMPTS = {
   teacher:
     'You are an expert designer of realistic, verifiable tool-use tasks for training AI agents. Answer with JSON only.',
   'rubric-extractor':
     'You are a careful grader who writes objective rubrics from workflows and transcripts. Answer with JSON only.',
-  'coverage-judge':
-    'You are a strict, impartial grader of AI assistant transcripts. You check each workflow step against ' +
-    'what the transcript shows and answer with JSON only.',
+  'coverage-judge': COVERAGE_JUDGE_SYSTEM,
+  'coverage-judge-control': COVERAGE_JUDGE_SYSTEM,
 } as const;
 
 /** A structured stage call: which role, template and schema, and whose ledger pays. */

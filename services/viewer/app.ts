@@ -20,6 +20,7 @@ import { findRun, listRuns, usageByRole } from './runs-queries.js';
 import { studyPage } from './study-page.js';
 import { studyAnalyses, studyCells } from './study-queries.js';
 import { studyJudgeStanding } from '../../activities/study/judge-standing.js';
+import { coverageJudgeStanding } from '../../activities/synthesis/coverage-controls.js';
 import { queryRolesAnsweredBy } from '../../activities/llm/call-store.js';
 import { EMBEDDED_MODEL_NAME } from '../../activities/llm/default-endpoint.js';
 import { synthesisRunPage, taskPage } from './synthesis-pages.js';
@@ -92,11 +93,12 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
           stage: c.req.query('stage') || undefined,
           reason: c.req.query('reason') || undefined,
         };
-        const [tasks, facets] = await Promise.all([
+        const [tasks, facets, judge] = await Promise.all([
           listTasks(pool, run.runId, filter),
           taskFacets(pool, run.runId),
+          coverageJudgeStanding(pool, run.runId),
         ]);
-        return c.html(await synthesisRunPage({ run, ui, tasks, facets, filter, usage }));
+        return c.html(await synthesisRunPage({ run: { ...run, judge }, ui, tasks, facets, filter, usage }));
       }
       case 'GrpoTraining': {
         const iterations = await readIterationMetrics(pool, run.runId);

@@ -7,7 +7,8 @@ import { transcript } from './transcript.js';
 
 /** A synthesis run: counts, usage, the task list filtered by stage and rejection reason. */
 export function synthesisRunPage(input: {
-  run: { runId: string; kind: string; state: string };
+  /** The run as its header shows it, the coverage judge's standing included. */
+  run: Parameters<typeof runHeader>[0];
   ui: TemporalUi;
   tasks: readonly TaskListRow[];
   facets: { stages: Map<string, number>; reasons: Map<string, number> };

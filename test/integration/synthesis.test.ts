@@ -136,6 +136,10 @@ describe('a synthesis dataset run on the real stack', () => {
     // Every scripted demonstration asks the user once; the breakdown counts kept ones only.
     expect(report.keptDemonstrationsThat.askedTheUser).toBe(report.demonstrationsKept);
     expect(report.keptDemonstrationsThat.both).toBe(report.keptDemonstrationsThat.calledATool);
+    // Every task the coverage judge graded got its empty control; the honest script passed them all.
+    const graded = expectedKept + expectedReasons.low_coverage;
+    expect(report.coverageJudgeControls).toEqual({ controls: graded, passed: graded, passRate: 1 });
+    expect(report.judge).toMatchObject({ controlPassRate: 1, unreliable: false, reason: null });
     const exported = (await readFile(report.dataset.tasksFile, 'utf8'))
       .trim()
       .split('\n')

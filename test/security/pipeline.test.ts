@@ -95,6 +95,8 @@ function hostileScript(request: ScriptedRequest): Reply {
       return ALL;
     case 'coverage-judge':
       return json({ steps: [0, 1].map((index) => ({ index, executed: true, evidence: ALL })) });
+    case 'coverage-judge-control':
+      return json({ steps: [0, 1].map((index) => ({ index, executed: false, evidence: '' })) });
     case 'rubric-extractor':
       return json({ subGoals: [ALL], requiredInteractions: [ALL] });
     case 'judge':

@@ -7,6 +7,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelClient, type ModelClient } from '../../../activities/llm/index.js';
 import { getPool } from '../../../activities/store/db.js';
+import {
+  COVERAGE_JUDGE_CONTROL_ROLE,
+  coverageControlTally,
+  coverageJudgeStanding,
+} from '../../../activities/synthesis/coverage-controls.js';
 import { createStageActivities } from '../../../activities/synthesis/stages.js';
 import { ModelEndpointSchema, type ModelRole } from '../../../schemas/model-endpoint.js';
 import { createTestDatabase, type TestDatabase } from '../../../testkit/database.js';
@@ -34,7 +39,8 @@ const textOf = (request: { body: ScriptedRequest['body'] }) =>
 
 /** The coverage judge: per step of the workflow, executed or not, as the transcript shows. */
 function coverageJudge(request: ScriptedRequest): string {
-  const executed = textOf(request).includes('[demo-A]') ? [0, 1, 2] : [0];
+  const text = textOf(request);
+  const executed = text.includes('[demo-A]') ? [0, 1, 2] : text.includes('[demo-B]') ? [0] : [];
   return JSON.stringify({
     steps: WORKFLOW.map((_, index) => ({
       index,
@@ -54,6 +60,12 @@ function rubricExtractor(request: ScriptedRequest): string {
   });
 }
 
+const honestScript = [
+  { role: 'coverage-judge', reply: coverageJudge },
+  { role: COVERAGE_JUDGE_CONTROL_ROLE, reply: coverageJudge },
+  { role: 'rubric-extractor', reply: rubricExtractor },
+];
+
 describe('demonstration coverage', () => {
   let db: TestDatabase;
   let server: ModelServer;
@@ -67,10 +79,7 @@ describe('demonstration coverage', () => {
       endpoint: ModelEndpointSchema.parse({ baseUrl: server.url, model: 'coverage', maxRetries: 1 }),
       sampling: { temperature: 0, topP: 1, maxTokens: 1024 },
     };
-    server.setScript([
-      { role: 'coverage-judge', reply: coverageJudge },
-      { role: 'rubric-extractor', reply: rubricExtractor },
-    ]);
+    server.setScript(honestScript);
   });
   afterAll(async () => {
     await server.close();
@@ -152,5 +161,51 @@ describe('demonstration coverage', () => {
     );
     expect(task!.coverage).toEqual([{ episodeId: b, executedSteps: [0], fraction: 0.25, kept: false }]);
     expect(task!.rubric).toBeNull();
+  });
+
+  it('grades an empty control per task, once, and finds out a judge that calls every step done', async () => {
+    // The honest judge of the tests above passed each task's control, graded once per task.
+    expect(await coverageControlTally(getPool(db.url), 'syn-coverage')).toEqual({
+      controls: 2,
+      passed: 2,
+      passRate: 1,
+    });
+    const [a] = await insertTask('syn-coverage/task-3', ['A']);
+    await extract('syn-coverage/task-3', [a!]);
+    await extract('syn-coverage/task-3', [a!]); // a retried activity: no second control
+    expect(server.requests.filter((r) => r.role === COVERAGE_JUDGE_CONTROL_ROLE)).toHaveLength(1);
+
+    // A lenient judge keeps every demonstration; its controls say why that cannot be believed.
+    const everyStep = JSON.stringify({
+      steps: WORKFLOW.map((_, index) => ({ index, executed: true, evidence: 'Which order?' })),
+    });
+    server.setScript([
+      { role: 'coverage-judge', reply: everyStep },
+      { role: COVERAGE_JUDGE_CONTROL_ROLE, reply: everyStep },
+      { role: 'rubric-extractor', reply: rubricExtractor },
+    ]);
+    try {
+      const [b] = await insertTask('syn-coverage/task-4', ['B']);
+      const [b2] = await insertTask('syn-coverage/task-5', ['B']);
+      await extract('syn-coverage/task-4', [b!]);
+      await extract('syn-coverage/task-5', [b2!]);
+    } finally {
+      server.setScript(honestScript);
+    }
+    const [control] = await query<{ passed: boolean; executed_steps: number[] }>(
+      db.url,
+      "SELECT passed, executed_steps FROM coverage_judge_controls WHERE task_id = 'syn-coverage/task-4'",
+    );
+    expect(control).toEqual({ passed: false, executed_steps: [0, 1, 2, 3] });
+    await query(db.url, "INSERT INTO runs (run_id, kind, spec) VALUES ('syn-coverage', 'Synthesis', '{}')");
+    expect(await coverageJudgeStanding(getPool(db.url), 'syn-coverage')).toEqual({
+      controlPassRate: 0.6,
+      minPassRate: 0.9,
+      unreliable: true,
+      reason:
+        'judge unreliable: it graded 3 of 5 empty control demonstrations right (60%, below 90%), so its ' +
+        'kept demonstrations and rubrics cannot be believed; give the run a stronger judge ' +
+        '(models.coverageJudge.endpoint)',
+    });
   });
 });
