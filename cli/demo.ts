@@ -5,6 +5,7 @@ import { getPool, redactUrl } from '../activities/store/db.js';
 import { writeStudyReport } from '../activities/study/report.js';
 import { connectClient } from '../client/connect.js';
 import { startRun } from '../client/runs.js';
+import { CLI_INVOCATION } from '../deploy/paths.js';
 import { stackUp } from '../deploy/stack.js';
 import { trainerUp } from '../deploy/trainer-stack.js';
 import { loadEnvironment } from '../schemas/environment.js';
@@ -16,6 +17,11 @@ import { readSpecFile } from './spec-file.js';
 
 /** The README's main job: bring the stack up, serve a worker in-process, run a spec, report. */
 export async function demo(specFile: string): Promise<number> {
+  // The demo's worker is its own: the spec's folder is one of its data roots, so a spec written
+  // next to its data runs wherever it lies. Set before the environment is first read (and cached).
+  process.env.MOCKWORLD_DATA_ROOTS = [path.dirname(path.resolve(specFile)), process.env.MOCKWORLD_DATA_ROOTS]
+    .filter(Boolean)
+    .join(path.delimiter);
   const spec = await readSpecFile(specFile);
   // The demo prints its own progress; the SDK's per-worker INFO lines would drown it.
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -48,8 +54,8 @@ export async function demo(specFile: string): Promise<number> {
   const dataset = (report.summary as { dataset?: { tasksFile: string; verlFile: string } } | null)?.dataset;
   if (dataset) console.log(`\ndataset:    ${dataset.tasksFile}\n            ${dataset.verlFile}`);
   console.log(
-    `statistics: ./bin/mockworld report ${id}  (PostgreSQL ${redactUrl(env.DATABASE_URL)}, table runs)`,
+    `statistics: ${CLI_INVOCATION} report ${id}  (PostgreSQL ${redactUrl(env.DATABASE_URL)}, table runs)`,
   );
-  console.log('the stack keeps running for the UI; stop it with ./bin/mockworld stack down');
+  console.log(`the stack keeps running for the UI; stop it with ${CLI_INVOCATION} stack down`);
   return 0;
 }

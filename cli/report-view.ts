@@ -6,21 +6,28 @@ import { renderTable } from './table.js';
 import { renderTaskOutcomes } from './task-outcomes.js';
 import { renderBenchmarkSteps, renderIterations, renderSftSteps } from './training-view.js';
 
-/** The rubric judge's standing: an Evaluation's summary, or a training run's latest iteration. */
-function judgeOf(report: RunReport): JudgeStanding | undefined {
-  const latest = report.iterations?.at(-1)?.metrics;
-  return (report.summary?.judge ?? latest?.judge) as JudgeStanding | undefined;
+/**
+ * The judge's standing as a line: from an Evaluation's or a Synthesis run's summary, a training
+ * run's latest iteration (JudgeStanding objects), or a study's summary (its own line,
+ * `UNRELIABLE: …` or `ok: …`, activities/study/judge-standing.ts).
+ */
+function judgeLine(report: RunReport): string | undefined {
+  const judge: unknown = report.summary?.judge ?? report.iterations?.at(-1)?.metrics?.judge;
+  if (typeof judge === 'string') return `${judge.startsWith('UNRELIABLE') ? '⚠ ' : ''}judge ${judge}`;
+  if (typeof judge !== 'object' || judge === null || !('controlPassRate' in judge)) return undefined;
+  const standing = judge as JudgeStanding;
+  return `${standing.unreliable ? '⚠ ' : ''}${standingLine(standing)}`;
 }
 
 /**
  * Whether the run's figures can be believed, as lines to put first (each followed by a blank):
- * the roles a toy model played, and the rubric judge's standing by its controls.
+ * the roles a toy model played, and the judge's standing by its controls.
  */
 export function believability(report: RunReport): string[] {
   const lines: string[] = [];
   if (report.toyRoles?.length) lines.push(embeddedToyLabel(report.toyRoles), '');
-  const judge = judgeOf(report);
-  if (judge) lines.push(`${judge.unreliable ? '⚠ ' : ''}${standingLine(judge)}`, '');
+  const judge = judgeLine(report);
+  if (judge) lines.push(judge, '');
   return lines;
 }
 
