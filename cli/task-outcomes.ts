@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { CLI_INVOCATION } from '../deploy/paths.js';
 import { renderRecord, renderTable } from './table.js';
 
 /**
@@ -106,7 +107,7 @@ export function renderTaskOutcomes(runId: string, outcomes: TaskOutcomes): strin
     'tasks (failed, rejected and kept, each with where and why it ended)',
     renderTable(rows, ['task', 'outcome', 'stage', 'reason', 'detail']),
     ...(outcomes.omitted ? [`… and ${outcomes.omitted} more (kept or rejected) in table tasks`] : []),
-    `one task in full: ./bin/mockworld status ${runId} --task ${first.task}`,
+    `one task in full: ${CLI_INVOCATION} status ${runId} --task ${first.task}`,
   ].join('\n');
 }
 

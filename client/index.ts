@@ -127,9 +127,9 @@ export class MockworldRun<K extends SpecKind = SpecKind> {
     return cancelRun(this.temporal, this.workflowId);
   }
 
-  /** State, done/total, stage and counts, as the run reports them. */
-  status(): Promise<RunStatus> {
-    return queryRun(this.temporal, this.workflowId, statusQuery);
+  /** State, done/total, stage and counts, as the run reports them; `kind` is the run's kind. */
+  status(): Promise<RunStatus & { readonly kind: K }> {
+    return queryRun(this.temporal, this.workflowId, statusQuery) as Promise<RunStatus & { readonly kind: K }>;
   }
 
   /** Temporal's view and the run's own status; the last recorded progress when no worker answers. */

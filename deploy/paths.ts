@@ -39,3 +39,9 @@ function findPackageRoot(start: string): string {
     if (path.dirname(dir) === dir) throw new Error(`no package.json above ${start}`);
   }
 }
+
+/**
+ * How a person runs this CLI, for the commands its hints print: `./bin/mockworld` from a
+ * checkout's sources, `npx mockworld` where the package is installed (compiled).
+ */
+export const CLI_INVOCATION = RUNS_COMPILED ? 'npx mockworld' : './bin/mockworld';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { MockworldPlugin } from '../workers/plugin.js';
 
@@ -76,4 +77,18 @@ export async function eventually<T>(
   throw new Error(
     `condition not met within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message}` : ''}`,
   );
+}
+
+/**
+ * A new namespace on the shared dev server, with none of mockworld's search attributes, usable
+ * once the server's namespace cache has it: what a team's own Temporal gives a first worker.
+ */
+export async function freshNamespace(connection: Connection, prefix = 'mw-ns'): Promise<string> {
+  const namespace = `${prefix}-${randomBytes(4).toString('hex')}`;
+  await connection.workflowService.registerNamespace({
+    namespace,
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
+  });
+  await eventually(() => connection.operatorService.listSearchAttributes({ namespace }).then(() => true));
+  return namespace;
 }

@@ -4,9 +4,7 @@
  * how to add them; and a worker that runs mockworld's workflows without the plugin leaves a run
  * whose failing workflow task the client's query error names.
  */
-import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities/index.js';
@@ -16,24 +14,13 @@ import { queryRun } from '../../client/runs.js';
 import { statusQuery } from '../../workflows/controls.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
-import { eventually } from '../../testkit/temporal.js';
+import { eventually, freshNamespace } from '../../testkit/temporal.js';
 
 describe("a worker on a namespace without mockworld's search attributes", () => {
   let db: TestDatabase;
   let models: ModelServer;
   let connection: Connection;
   let native: NativeConnection;
-
-  /** A new namespace on the shared dev server, usable once the server's namespace cache has it. */
-  async function freshNamespace(): Promise<string> {
-    const namespace = `mw-ns-${randomBytes(4).toString('hex')}`;
-    await connection.workflowService.registerNamespace({
-      namespace,
-      workflowExecutionRetentionPeriod: msToTs('1 day'),
-    });
-    await eventually(() => connection.operatorService.listSearchAttributes({ namespace }).then(() => true));
-    return namespace;
-  }
 
   const smoke = () => ({
     kind: 'Smoke',
@@ -57,7 +44,7 @@ describe("a worker on a namespace without mockworld's search attributes", () => 
   });
 
   it('registers them before polling, and a run completes', async () => {
-    const namespace = await freshNamespace();
+    const namespace = await freshNamespace(connection);
     expect(await missingSearchAttributes(connection, namespace)).toContain('MockworldKind');
     const taskQueue = `ns-${namespace}`;
     const worker = await Worker.create({
@@ -75,7 +62,7 @@ describe("a worker on a namespace without mockworld's search attributes", () => 
   });
 
   it('with `check`, refuses to start and names each attribute with the command that adds it', async () => {
-    const namespace = await freshNamespace();
+    const namespace = await freshNamespace(connection);
     // Its own connection: a worker refused before it polls keeps a reference to its connection
     // (the SDK releases it only when a worker that ran shuts down), so that one stays open.
     const worker = await Worker.create({
@@ -93,7 +80,7 @@ describe("a worker on a namespace without mockworld's search attributes", () => 
   });
 
   it("without the plugin, the client's query error names the failing workflow task and the fix", async () => {
-    const namespace = await freshNamespace();
+    const namespace = await freshNamespace(connection);
     const taskQueue = `ns-${namespace}`;
     const worker = await Worker.create({
       connection: native,

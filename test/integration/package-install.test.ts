@@ -3,11 +3,12 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
-import { eventually } from '../../testkit/temporal.js';
+import { eventually, freshNamespace } from '../../testkit/temporal.js';
 
 const run = promisify(execFile);
 const npmInstall = (cwd: string, ...args: string[]) =>
@@ -16,8 +17,20 @@ const npmInstall = (cwd: string, ...args: string[]) =>
     maxBuffer: 64 * 1024 * 1024,
   });
 
-/** The peer SDK a worker and a client need: the lowest of the peer range. */
-const SDK = ['@temporalio/worker@1.24.0', '@temporalio/client@1.24.0'];
+/** The lowest version of mockworld's `@temporalio/*` peer range (package.json). */
+const LOWEST_SDK = '1.24.0';
+/** The peer SDK a worker and a client need, at the lowest of the range. */
+const SDK = [`@temporalio/worker@${LOWEST_SDK}`, `@temporalio/client@${LOWEST_SDK}`];
+
+/** Every `@temporalio/*` peer of mockworld, pinned at `version`. */
+async function temporalPeersAt(version: string): Promise<string[]> {
+  const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    peerDependencies: Record<string, string>;
+  };
+  return Object.keys(manifest.peerDependencies)
+    .filter((name) => name.startsWith('@temporalio/'))
+    .map((name) => `${name}@${version}`);
+}
 
 /** The size of a project's node_modules with only that SDK, in MB. */
 async function sdkAloneMegabytes(): Promise<number> {
@@ -51,7 +64,9 @@ async function docBlocks(): Promise<string[]> {
  * The package as a user gets it: `npm pack` (which builds dist/), `mockworld init` writing a
  * worker project outside this repository that depends on the tarball, its install measured, its
  * code and the docs' snippets type-checked under strict, its worker and its client script run to
- * a completed Smoke run, read back through the package's compiled CLI.
+ * a completed Smoke run on a namespace that has never seen mockworld (no search attributes), read
+ * back through the package's compiled CLI; then the same with the lowest `@temporalio/*` of the
+ * peer range when the newest differs from it.
  */
 describe('the packed mockworld package in a project made by mockworld init', () => {
   let root: string;
@@ -59,10 +74,12 @@ describe('the packed mockworld package in a project made by mockworld init', () 
   let db: TestDatabase;
   let models: ModelServer;
   let worker: ChildProcess | undefined;
+  let namespace: string;
   const taskQueue = `pack-${process.pid}-${Date.now()}`;
   const env = () => ({
     ...process.env,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: namespace,
     DATABASE_URL: db.url,
     MOCKWORLD_TASK_QUEUE: taskQueue,
     MOCKWORLD_MODEL_URL: models.url,
@@ -72,19 +89,75 @@ describe('the packed mockworld package in a project made by mockworld init', () 
   beforeAll(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'mockworld-user-'));
     project = path.join(root, 'my-workers');
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      namespace = await freshNamespace(connection, 'mw-pack');
+    } finally {
+      await connection.close();
+    }
     db = await createTestDatabase();
     models = await startModelServer({ script: () => ({ content: 'hello from the scripted model' }) });
   });
   afterAll(async () => {
-    if (worker && worker.exitCode === null) {
-      const gone = new Promise((resolve) => worker!.once('exit', resolve));
-      process.kill(-worker.pid!, 'SIGTERM'); // its group: npm, tsx and the node process under them
-      await gone;
-    }
+    await stopWorker();
     await models?.close();
     await db?.drop();
     await rm(root, { recursive: true, force: true });
   });
+
+  async function stopWorker(): Promise<void> {
+    const running = worker;
+    worker = undefined;
+    if (running && running.exitCode === null && running.signalCode === null) {
+      const gone = new Promise((resolve) => running.once('exit', resolve));
+      process.kill(-running.pid!, 'SIGTERM'); // its group: npm, tsx and the node process under them
+      await gone;
+    }
+  }
+
+  /** The project's installed `@temporalio/worker` version. */
+  const installedSdk = async () =>
+    (
+      JSON.parse(
+        await readFile(path.join(project, 'node_modules/@temporalio/worker/package.json'), 'utf8'),
+      ) as { version: string }
+    ).version;
+
+  /** The project type-checks, and its worker and client script complete a Smoke run. */
+  async function typecheckAndSmoke(): Promise<void> {
+    await run('npm', ['run', 'typecheck'], { cwd: project }).catch((error: Error & { stdout?: string }) => {
+      throw new Error(`the scaffold or the docs' TypeScript does not compile:\n${error.stdout}`);
+    });
+    worker = spawn('npm', ['run', 'worker'], {
+      cwd: project,
+      env: env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // a process group of its own, ended whole
+    });
+    let workerLog = '';
+    worker.stdout!.on('data', (chunk: Buffer) => (workerLog += chunk.toString()));
+    worker.stderr!.on('data', (chunk: Buffer) => (workerLog += chunk.toString()));
+    await eventually(async () => workerLog.includes(`worker polling ${taskQueue}`), 120_000);
+
+    const workflowId = `packed-smoke-${Date.now()}`;
+    const started = await run('npm', ['run', 'smoke', '--', workflowId], { cwd: project, env: env() }).catch(
+      (error: Error) => {
+        throw new Error(`${error.message}\nworker log:\n${workerLog}`);
+      },
+    );
+    expect(JSON.parse(started.stdout.trim().split('\n').pop()!)).toMatchObject({ steps: 2 });
+    const rows = await query(db.url, 'SELECT kind, status FROM runs WHERE run_id = $1', [workflowId]);
+    expect(rows).toEqual([{ kind: 'Smoke', status: 'completed' }]);
+
+    // The compiled CLI the package installs as its bin.
+    const status = await run(
+      path.join(project, 'node_modules', '.bin', 'mockworld'),
+      ['status', workflowId, '--json'],
+      { cwd: project, env: env() },
+    );
+    expect(JSON.parse(status.stdout)).toMatchObject({ workflowId, temporalStatus: 'COMPLETED' });
+    await stopWorker();
+  }
 
   it('packs lean, scaffolds, installs, type-checks and completes a Smoke run', async () => {
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', root], {
@@ -132,37 +205,16 @@ describe('the packed mockworld package in a project made by mockworld init', () 
     const blocks = await docBlocks();
     for (const [index, block] of blocks.entries())
       await writeFile(path.join(project, `doc-${index}.ts`), block);
-    await run('npm', ['run', 'typecheck'], { cwd: project }).catch((error: Error & { stdout?: string }) => {
-      throw new Error(`the scaffold or the docs' TypeScript does not compile:\n${error.stdout}`);
-    });
+    const newest = await installedSdk();
+    console.log(`@temporalio/* ${newest}, the newest of the peer range`);
+    await typecheckAndSmoke();
 
-    worker = spawn('npm', ['run', 'worker'], {
-      cwd: project,
-      env: env(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true, // a process group of its own, ended whole
-    });
-    let workerLog = '';
-    worker.stdout!.on('data', (chunk: Buffer) => (workerLog += chunk.toString()));
-    worker.stderr!.on('data', (chunk: Buffer) => (workerLog += chunk.toString()));
-    await eventually(async () => workerLog.includes(`worker polling ${taskQueue}`), 120_000);
-
-    const workflowId = `packed-smoke-${Date.now()}`;
-    const started = await run('npm', ['run', 'smoke', '--', workflowId], { cwd: project, env: env() }).catch(
-      (error: Error) => {
-        throw new Error(`${error.message}\nworker log:\n${workerLog}`);
-      },
-    );
-    expect(JSON.parse(started.stdout.trim().split('\n').pop()!)).toMatchObject({ steps: 2 });
-    const rows = await query(db.url, 'SELECT kind, status FROM runs WHERE run_id = $1', [workflowId]);
-    expect(rows).toEqual([{ kind: 'Smoke', status: 'completed' }]);
-
-    // The compiled CLI the package installs as its bin.
-    const status = await run(
-      path.join(project, 'node_modules', '.bin', 'mockworld'),
-      ['status', workflowId, '--json'],
-      { cwd: project, env: env() },
-    );
-    expect(JSON.parse(status.stdout)).toMatchObject({ workflowId, temporalStatus: 'COMPLETED' });
+    // The lowest of the peer range: a team on an older SDK gets one copy of it, and it works.
+    if (newest === LOWEST_SDK) console.log(`the peer range's newest is its lowest (${LOWEST_SDK}) today`);
+    else {
+      await npmInstall(project, ...(await temporalPeersAt(LOWEST_SDK)));
+      expect(await installedSdk()).toBe(LOWEST_SDK);
+      await typecheckAndSmoke();
+    }
   }, 900_000);
 });

@@ -9,8 +9,8 @@ import {
 import type { GrpoSpecInput, SmokeSpecInput } from '../../schemas/index.js';
 
 /**
- * The client's types as a user's strict TypeScript sees them (checked by `npm run lint`, which
- * type-checks the tests): a literal spec is checked against its kind's input type, defaults may be
+ * The client's types as a user's strict TypeScript sees them (checked by `npm run typecheck`,
+ * which `npm test` runs and which type-checks the tests): a literal spec is checked against its kind's input type, defaults may be
  * left out, and the run's result has its kind's summary. Never called: no server is needed.
  */
 async function userCode(mockworld: MockworldClient): Promise<void> {
@@ -23,6 +23,7 @@ async function userCode(mockworld: MockworldClient): Promise<void> {
   const run = await mockworld.start(smoke);
   expectTypeOf(run).toEqualTypeOf<MockworldRun<'Smoke'>>();
   expectTypeOf(run.result).returns.resolves.toEqualTypeOf<SmokeSummary>();
+  expectTypeOf(run.status).returns.resolves.toHaveProperty('kind').toEqualTypeOf<'Smoke'>();
 
   const grpo = await mockworld.start({
     kind: 'GrpoTraining',
