@@ -262,10 +262,15 @@ export async function queryUsageByRole(pool: pg.Pool, runId: string): Promise<Ro
   }));
 }
 
-/** The roles of a run whose calls a model of this name answered (the embedded toy, say), in order. */
+/**
+ * The roles of a run whose calls a model of this name answered (the embedded toy, say), in order;
+ * a Synthesis run's calls are charged to its tasks (`<run id>-task-<n>`), and count as its own.
+ */
 export async function queryRolesAnsweredBy(pool: pg.Pool, runId: string, model: string): Promise<string[]> {
   const { rows } = await pool.query<{ role: string }>(
-    `SELECT DISTINCT role FROM llm_calls WHERE run_id = $1 AND model = $2 AND role IS NOT NULL ORDER BY role`,
+    `SELECT DISTINCT role FROM llm_calls
+      WHERE (run_id = $1 OR starts_with(run_id, $1 || '-task-')) AND model = $2 AND role IS NOT NULL
+      ORDER BY role`,
     [runId, model],
   );
   return rows.map((r) => r.role);

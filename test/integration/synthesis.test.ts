@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { statusQuery, pauseSignal, resumeSignal } from '../../workflows/controls.js';
 import { stageQuery, taskStageQuery } from '../../workflows/synthesis-controls.js';
 import { TaskStageSchema } from '../../schemas/synthesis-records.js';
+import { queryRolesAnsweredBy } from '../../activities/llm/call-store.js';
+import { getPool } from '../../activities/store/db.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
 import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../../testkit/synthesis-script.js';
@@ -140,6 +142,15 @@ describe('a synthesis dataset run on the real stack', () => {
     const graded = expectedKept + expectedReasons.low_coverage;
     expect(report.coverageJudgeControls).toEqual({ controls: graded, passed: graded, passRate: 1 });
     expect(report.judge).toMatchObject({ controlPassRate: 1, unreliable: false, reason: null });
+    // The calls are charged to the tasks, and `report` and the viewer find them as the run's own.
+    expect(await queryRolesAnsweredBy(getPool(db.url), handle.workflowId, 'scripted')).toEqual([
+      'coverage-judge',
+      'coverage-judge-control',
+      'rubric-extractor',
+      'teacher',
+      'tool-simulator',
+      'user-simulator',
+    ]);
     const exported = (await readFile(report.dataset.tasksFile, 'utf8'))
       .trim()
       .split('\n')
