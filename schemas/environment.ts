@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { hasUserInfo } from './url-credentials.js';
+import { credentialFreeUrl, hasUserInfo } from './url-credentials.js';
 
 /** A payload encryption key: standard base64 of exactly 32 bytes. */
 const PAYLOAD_KEY = /^[A-Za-z0-9+/]{43}=$/;
@@ -210,14 +210,12 @@ export const EnvironmentSchema = z.object({
     .min(16, 'must be at least 16 characters')
     .optional()
     .describe('Token the viewer requires of every request; needed to serve it on a non-loopback --host.'),
-  MOCKWORLD_VIEWER_URL: z
-    .url()
+  MOCKWORLD_VIEWER_URL: credentialFreeUrl('the viewer takes MOCKWORLD_VIEWER_TOKEN')
     .optional()
     .describe(
       "Where users open the viewer; workflows link each run's page from their Temporal UI summary. Unset: http://localhost:<MOCKWORLD_VIEWER_PORT>.",
     ),
-  MOCKWORLD_TEMPORAL_UI_URL: z
-    .url()
+  MOCKWORLD_TEMPORAL_UI_URL: credentialFreeUrl('links to the Temporal UI carry no credentials')
     .optional()
     .describe('Where the viewer links runs in the Temporal UI. Unset: http://localhost:<TEMPORAL_UI_PORT>.'),
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { credentialFreeUrl } from './url-credentials.js';
 import { BFCL_CATEGORIES, DEFAULT_TRIAL_TIMEOUT_MINUTES, TAU2_DOMAINS } from './evaluation-contract.js';
 import { markedJudgeControlsSchema } from './judge-controls.js';
 import { ModelEndpointSchema, ModelRoleSchema } from './model-endpoint.js';
@@ -51,7 +52,9 @@ const PolicySchema = z.union([
           step: z.number().int().min(0).describe('The applied step to evaluate (0: the base model).'),
           server: z
             .object({
-              baseUrl: z.url().describe('A policy server started with --any-run (workers/trainer README).'),
+              baseUrl: credentialFreeUrl("name the key's variable in apiKeyEnv").describe(
+                'A policy server started with --any-run (workers/trainer README).',
+              ),
               apiKeyEnv: z
                 .string()
                 .regex(/^[A-Z_][A-Z0-9_]*$/)

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hasUserInfo } from './url-credentials.js';
+import { hasKeyInQuery, hasUserInfo } from './url-credentials.js';
 
 /** An endpoint's prices in USD per million tokens (cached input defaults to the input price). */
 export const ModelPricesSchema = z
@@ -66,7 +66,7 @@ export const ModelEndpointSchema = z
     ),
   })
   .strict()
-  .refine((e) => !/[?&](api[_-]?key|key|token)=/i.test(e.baseUrl) && !hasUserInfo(e.baseUrl), {
+  .refine((e) => !hasKeyInQuery(e.baseUrl) && !hasUserInfo(e.baseUrl), {
     message:
       'baseUrl must not carry a key or a user:password; put the key in an environment variable and name it in apiKeyEnv',
     path: ['baseUrl'],

@@ -5,6 +5,7 @@
  * `policy.endpoint` as before (the built-in policy server reloads new steps by itself, unchecked).
  */
 import { z } from 'zod';
+import { credentialFreeUrl } from './url-credentials.js';
 
 /**
  * The engine behind the rollout endpoints. `mockworld`: the built-in policy server
@@ -29,7 +30,7 @@ export type WeightSyncMode = z.infer<typeof WeightSyncModeSchema>;
 export const PolicyServingSchema = z.strictObject({
   engine: ServingEngineSchema.describe('The engine behind the replicas: mockworld, vllm or sglang.'),
   replicas: z
-    .array(z.url())
+    .array(credentialFreeUrl("the replicas' key goes in policy.endpoint.apiKeyEnv"))
     .min(1)
     .max(256)
     .optional()
@@ -68,7 +69,7 @@ export const SyncPolicyInputSchema = z.strictObject({
   step: z.number().int().min(0).describe('The applied step to serve; 0 is the base model.'),
   serving: PolicyServingSchema,
   /** The OpenAI base URLs to sync (serving.replicas, or the policy endpoint). */
-  replicas: z.array(z.url()).min(1),
+  replicas: z.array(credentialFreeUrl("the replicas' key goes in policy.endpoint.apiKeyEnv")).min(1),
   /** The model name the replicas serve the base under (policy.endpoint.model). */
   baseModel: z.string().min(1),
   /** The step's weights directory (full sync); null at step 0 of a model the engine was started with. */

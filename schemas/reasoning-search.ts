@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { credentialFreeUrl } from './url-credentials.js';
 
 /**
  * The `search` tool of reasoning tasks (activities/search): one interface over two backends, an
@@ -60,7 +61,7 @@ export const SearchBackendSchema = z.discriminatedUnion('kind', [
        * `{"organic": [{"title", "link", "snippet"}]}` (the Google results format of Serper and
        * compatible services).
        */
-      url: z.url(),
+      url: credentialFreeUrl("name the key's variable in apiKeyEnv"),
       /** The environment variable holding the key; the key itself is never in a spec. */
       apiKeyEnv: z.string().regex(ENV_NAME, 'must name an environment variable, e.g. SEARCH_API_KEY'),
       /** The request header that carries the key. */

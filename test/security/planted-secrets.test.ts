@@ -12,6 +12,8 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
 import { loadEnvironment } from '../../schemas/environment.js';
+import { PolicyServingSchema } from '../../schemas/policy-serving.js';
+import { SearchBackendSchema } from '../../schemas/reasoning-search.js';
 import { parseSpec } from '../../schemas/specs.js';
 import { runCli } from '../../testkit/cli.js';
 import { MockworldPlugin } from '../../workers/plugin.js';
@@ -51,7 +53,12 @@ describe('a password planted in every URL', () => {
       /model\.endpoint\.baseUrl: baseUrl must not carry a key or a user:password/,
     );
     expect(everything(refusal)).not.toContain(PLANTED);
-    for (const name of ['MOCKWORLD_MODEL_URL', 'MOCKWORLD_MODEL_GATEWAY_URL']) {
+    for (const name of [
+      'MOCKWORLD_MODEL_URL',
+      'MOCKWORLD_MODEL_GATEWAY_URL',
+      'MOCKWORLD_VIEWER_URL',
+      'MOCKWORLD_TEMPORAL_UI_URL',
+    ]) {
       const error = (() => {
         try {
           loadEnvironment({ [name]: `http://user:${PLANTED}@gpu-1:8000/v1` });
@@ -59,8 +66,36 @@ describe('a password planted in every URL', () => {
           return e;
         }
       })();
-      expect(everything(error)).toContain(`${name}: must not carry user:password`);
+      expect(everything(error)).toMatch(new RegExp(`${name}: must not carry (a key or )?(a )?user:password`));
       expect(everything(error)).not.toContain(PLANTED);
+    }
+  });
+
+  it('is refused in every other URL a spec takes, and in a key in the query, naming the field', () => {
+    const refusal = (document: unknown) => {
+      try {
+        parseSpec(document);
+      } catch (error) {
+        return everything(error);
+      }
+      throw new Error('accepted');
+    };
+    const withUser = `http://user:${PLANTED}@gpu-1:8000/v1`;
+    const withKey = `http://gpu-1:8000/v1?api_key=${PLANTED}`;
+    for (const url of [withUser, withKey]) {
+      const checkpoint = refusal({
+        kind: 'Evaluation',
+        policy: { checkpoint: { runId: 'grpo-1', step: 1, server: { baseUrl: url } } },
+      });
+      expect(checkpoint).toContain(
+        'policy.checkpoint.server.baseUrl: must not carry a key or a user:password',
+      );
+      const search = SearchBackendSchema.safeParse({ kind: 'http', url, apiKeyEnv: 'SEARCH_API_KEY' });
+      const replicas = PolicyServingSchema.safeParse({ engine: 'vllm', replicas: [url] });
+      expect(search.error?.issues).toEqual([expect.objectContaining({ path: ['url'] })]);
+      expect(replicas.error?.issues).toEqual([expect.objectContaining({ path: ['replicas', 0] })]);
+      for (const text of [checkpoint, everything(search.error), everything(replicas.error)])
+        expect(text).not.toContain(PLANTED);
     }
   });
 
