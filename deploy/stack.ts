@@ -129,7 +129,7 @@ export async function stackUp(
   } finally {
     await connection.close();
   }
-  if (startable(temporal)) log(await uiLine(env));
+  if (startable(temporal)) log(await uiLine(env, temporal));
 
   if (env.MOCKWORLD_MODEL_URL) {
     log(`model      ${env.MOCKWORLD_MODEL_URL}  (MOCKWORLD_MODEL_URL)`);
@@ -229,10 +229,20 @@ export async function stackStatus(
   return rows;
 }
 
-/** The Web UI's address, when it answers: a server that was already running may serve it elsewhere. */
-async function uiLine(env: Environment): Promise<string> {
+/**
+ * The Web UI's address as it answers: TEMPORAL_UI_PORT, else where a dev server started by hand
+ * serves it (`temporal server start-dev --port P` puts its UI on P + 1000 unless told otherwise).
+ */
+export async function uiLine(env: Environment, temporal: StackTemporal): Promise<string> {
   const ui = `http://localhost:${env.TEMPORAL_UI_PORT}`;
-  return (await httpAnswers(ui))
-    ? `ui         ${ui}`
-    : `ui         nothing answers at ${ui}; the running server's UI is on another port: set TEMPORAL_UI_PORT to it`;
+  if (await httpAnswers(ui)) return `ui         ${ui}`;
+  const frontendPort = Number(temporal.address.split(':').pop());
+  const usual = `http://localhost:${frontendPort + 1000}`;
+  if (
+    Number.isInteger(frontendPort) &&
+    frontendPort + 1000 !== env.TEMPORAL_UI_PORT &&
+    (await httpAnswers(usual))
+  )
+    return `ui         ${usual}  (the running server's; nothing answers at TEMPORAL_UI_PORT ${env.TEMPORAL_UI_PORT})`;
+  return `ui         nothing answers at ${ui}; the running server's UI is on another port: set TEMPORAL_UI_PORT to it`;
 }
