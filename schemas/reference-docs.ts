@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { EnvironmentSchema } from './environment.js';
+import { PYTHON_ENVIRONMENT } from './python-environment.js';
 import { SPEC_SCHEMAS } from './specs.js';
 
 type JsonSchema = {
@@ -135,13 +136,29 @@ export function configurationPage(): string {
     'Every mockworld process (workers, the CLI, the services) reads its settings from these',
     'environment variables, checked at start: a bad value stops the process with the variable',
     "named. An empty variable counts as unset. API keys are never settings: a spec's endpoint names",
-    'the variable that holds its key (`apiKeyEnv`), read where the call is made. The Python trainer',
-    'worker and policy server read theirs too (`MOCKWORLD_CHECKPOINT_DIR`, `MOCKWORLD_TRAINER_DEVICE`,',
-    "...): see `workers/trainer/README.md`. Temporal's own environment configuration",
+    'the variable that holds its key (`apiKeyEnv`), read where the call is made. The Python workers',
+    "read the shared ones and [their own](#python-workers). Temporal's own environment configuration",
     '(`TEMPORAL_API_KEY`, `TEMPORAL_TLS_*`, `TEMPORAL_PROFILE`, `TEMPORAL_CONFIG_FILE`) is read by the',
     "Temporal SDK's envconfig, under the variables below: [On a cluster](cluster.md#run-on-temporal-cloud).",
     '',
     environmentTable(),
     '',
+    '## Python workers',
+    '',
+    'Read only by the Python processes: the trainer worker and policy server (`workers/trainer`), the',
+    'evaluation worker (`workers/evaluation`) and the verl adapter (`integrations/verl`). They also read',
+    '`TEMPORAL_*`, `DATABASE_URL`, `MOCKWORLD_HOME`, `MOCKWORLD_GPU_TASK_QUEUE`,',
+    '`MOCKWORLD_METRICS_ADDRESS` and `MOCKWORLD_WORLD_AUTH` as above.',
+    '',
+    pythonEnvironmentTable(),
+    '',
   ].join('\n');
+}
+
+/** The Python workers' own variables (python-environment.ts) as a markdown table. */
+function pythonEnvironmentTable(): string {
+  const rows = PYTHON_ENVIRONMENT.map(
+    (v) => `| \`${v.name}\` | ${v.readBy} | ${v.default} | ${cell(v.meaning)} |`,
+  );
+  return ['| variable | read by | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
