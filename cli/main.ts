@@ -12,7 +12,9 @@ import { UsageError } from './usage.js';
 const USAGE = `mockworld: durable ML pipelines on Temporal
 
   mockworld stack up|down|status        local Temporal dev server (+ UI :8233), PostgreSQL schema, embedded model
-  mockworld worker [--task-queue Q]     run a CPU worker (workflows + activities) until Ctrl-C
+  mockworld worker [--task-queue Q] [--local-database]
+                                        run a CPU worker (workflows + activities) until Ctrl-C; with no
+                                        DATABASE_URL and no terminal it refuses unless --local-database
   mockworld start <spec.yaml|json> [--id ID] [--wait]
                                         validate a spec, then start its run (workflow type = spec kind)
   mockworld status <id> [--task N | --cells | --tasks | --metrics]
@@ -72,6 +74,7 @@ const OPTIONS = {
   config: { type: 'string' },
   collection: { type: 'string' },
   'task-queue': { type: 'string' },
+  'local-database': { type: 'boolean', default: false },
   port: { type: 'string' },
   host: { type: 'string' },
   origin: { type: 'string', multiple: true },

@@ -19,7 +19,7 @@ export const EnvironmentSchema = z.object({
     .string()
     .default('postgres://postgres@127.0.0.1:5432/mockworld')
     .describe(
-      'PostgreSQL connection string for mockworld data (datasets, caches, ledgers). The CLI (demo, stack, worker) falls back to the local server; MockworldPlugin in your own worker refuses to start without it (or its databaseUrl / localDatabase option).',
+      'PostgreSQL connection string for mockworld data (datasets, caches, ledgers). The CLI demo and stack fall back to the local server, and `mockworld worker` does at a terminal or with --local-database (without either it refuses); MockworldPlugin in your own worker refuses to start without it (or its databaseUrl / localDatabase option).',
     ),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233').describe('Temporal frontend host:port.'),
   TEMPORAL_NAMESPACE: z

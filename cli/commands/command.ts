@@ -15,6 +15,7 @@ export interface CommandOptions {
   readonly config?: string;
   readonly collection?: string;
   readonly 'task-queue'?: string;
+  readonly 'local-database': boolean;
   readonly port?: string;
   readonly host?: string;
   readonly origin?: string[];
