@@ -215,6 +215,17 @@ export const EnvironmentSchema = z.object({
     .describe(
       "Where users open the viewer; workflows link each run's page from their Temporal UI summary. Unset: http://localhost:<MOCKWORLD_VIEWER_PORT>.",
     ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: credentialFreeUrl('headers go in OTEL_EXPORTER_OTLP_HEADERS')
+    .optional()
+    .describe(
+      "Set: CPU workers export OpenTelemetry spans (workflow, activity, model call) to this OTLP/HTTP traces endpoint; the exporter's other OTEL_EXPORTER_OTLP_* variables apply (docs/observability.md).",
+    ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: credentialFreeUrl('headers go in OTEL_EXPORTER_OTLP_HEADERS')
+    .optional()
+    .describe(
+      'The OTLP/HTTP base endpoint, used for traces when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is unset.',
+    ),
+  OTEL_SERVICE_NAME: z.string().min(1).default('mockworld-worker').describe("The traces' service.name."),
   MOCKWORLD_TEMPORAL_UI_URL: credentialFreeUrl('links to the Temporal UI carry no credentials')
     .optional()
     .describe('Where the viewer links runs in the Temporal UI. Unset: http://localhost:<TEMPORAL_UI_PORT>.'),

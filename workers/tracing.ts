@@ -10,6 +10,7 @@ import { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import { loadEnvironment } from '../schemas/environment.js';
 
 /** The worker's tracing: the Temporal plugin to add, and how to flush at shutdown. */
 export interface WorkerTracing {
@@ -25,8 +26,10 @@ let installed: WorkerTracing | null | undefined;
  */
 export function workerTracing(env: NodeJS.ProcessEnv = process.env): WorkerTracing | null {
   if (installed !== undefined) return installed;
-  if (!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT && !env.OTEL_EXPORTER_OTLP_ENDPOINT) return (installed = null);
-  const resource = new Resource({ 'service.name': env.OTEL_SERVICE_NAME ?? 'mockworld-worker' });
+  const settings = loadEnvironment(env); // checked there: the endpoints carry no credentials
+  if (!settings.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT && !settings.OTEL_EXPORTER_OTLP_ENDPOINT)
+    return (installed = null);
+  const resource = new Resource({ 'service.name': settings.OTEL_SERVICE_NAME });
   const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: 1_000 });
   // Registered globally, so the model layer's spans (@opentelemetry/api) join the activity's trace.
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });

@@ -58,6 +58,8 @@ describe('a password planted in every URL', () => {
       'MOCKWORLD_MODEL_GATEWAY_URL',
       'MOCKWORLD_VIEWER_URL',
       'MOCKWORLD_TEMPORAL_UI_URL',
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
     ]) {
       const error = (() => {
         try {
