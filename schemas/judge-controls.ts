@@ -50,18 +50,24 @@ export function markedJudgeControlsSchema(controlled: string) {
 
 export type JudgeControls = z.infer<ReturnType<typeof judgeControlsSchema>>;
 
-/** Controls graded and passed (reward/rubric-controls.ts `RubricControlTally`). */
+/** Controls graded and passed; `passRate` null when none was graded. */
 export interface ControlTally {
   readonly controls: number;
   readonly passed: number;
   readonly passRate: number | null;
 }
 
+/** The tally of `controls` graded controls of which `passed` passed. */
+export function controlTally(controls: number, passed: number): ControlTally {
+  return { controls, passed, passRate: controls > 0 ? passed / controls : null };
+}
+
 /** Several judges' controls as one tally. */
 export function sumTallies(...tallies: readonly ControlTally[]): ControlTally {
-  const controls = tallies.reduce((n, t) => n + t.controls, 0);
-  const passed = tallies.reduce((n, t) => n + t.passed, 0);
-  return { controls, passed, passRate: controls > 0 ? passed / controls : null };
+  return controlTally(
+    tallies.reduce((n, t) => n + t.controls, 0),
+    tallies.reduce((n, t) => n + t.passed, 0),
+  );
 }
 
 /** The judge's standing in a run's metrics and summary. */

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import type { ControlTally } from '../../schemas/judge-controls.js';
+import { controlTally, type ControlTally } from '../../schemas/judge-controls.js';
 import type { ModelRole } from '../../schemas/model-endpoint.js';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
 import { judgeControlsGraded } from '../telemetry/metrics.js';
@@ -119,6 +119,5 @@ export async function answerControlTally(pool: pg.Pool, runId: string): Promise<
        FROM answer_judge_controls WHERE run_id = $1`,
     [runId],
   );
-  const { n, ok } = rows[0]!;
-  return { controls: n, passed: ok, passRate: n > 0 ? ok / n : null };
+  return controlTally(rows[0]!.n, rows[0]!.ok);
 }

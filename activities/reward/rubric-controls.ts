@@ -10,6 +10,7 @@
 import type pg from 'pg';
 import { JudgeInputSchema, type JudgeInputData, type Judgement } from '../../schemas/rubric-judge.js';
 import type { Rubric } from '../../schemas/synthesis-records.js';
+import { controlTally, type ControlTally } from '../../schemas/judge-controls.js';
 import { StructuredOutputRejectedError } from '../llm/index.js';
 import { judgeControlsGraded } from '../telemetry/metrics.js';
 import { loadTemplate } from '../templates/templates.js';
@@ -153,12 +154,8 @@ export async function ensureRubricControls(deps: JudgeDependencies, data: Rubric
   );
 }
 
-/** Controls graded and passed; `passRate` null when none was graded. */
-export interface RubricControlTally {
-  readonly controls: number;
-  readonly passed: number;
-  readonly passRate: number | null;
-}
+/** The rubric judge's controls graded and passed. */
+export type RubricControlTally = ControlTally;
 
 /**
  * The controls of `runId` (of the tasks in `taskIds` when given). A control the judge gave no
@@ -174,6 +171,5 @@ export async function rubricControlTally(
       WHERE run_id = $1 AND ($2::text[] IS NULL OR task_id = ANY($2))`,
     [runId, taskIds ?? null],
   );
-  const { n, ok } = rows[0]!;
-  return { controls: n, passed: ok, passRate: n > 0 ? ok / n : null };
+  return controlTally(rows[0]!.n, rows[0]!.ok);
 }

@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import {
+  controlTally,
   DEFAULT_MIN_PASS_RATE,
   judgeStanding,
   type ControlTally,
@@ -70,21 +71,21 @@ export async function coverageControlTally(pool: pg.Pool, runId: string): Promis
        FROM coverage_judge_controls WHERE run_id = $1`,
     [runId],
   );
-  const { n, ok } = rows[0]!;
-  return { controls: n, passed: ok, passRate: n > 0 ? ok / n : null };
+  return controlTally(rows[0]!.n, rows[0]!.ok);
 }
 
 /**
- * The coverage judge's standing in run `runId` by its controls so far, against the spec's
- * `judgeControls.minPassRate` (specs from before controls: the default); undefined before any
- * control is graded.
+ * The coverage judge's standing in run `runId` by its controls so far (`tally` when the caller has
+ * counted them), against the spec's `judgeControls.minPassRate` (specs from before controls: the
+ * default); undefined before any control is graded.
  */
 export async function coverageJudgeStanding(
   pool: pg.Pool,
   runId: string,
+  counted?: ControlTally,
 ): Promise<JudgeStanding | undefined> {
   const [tally, spec] = await Promise.all([
-    coverageControlTally(pool, runId),
+    counted ?? coverageControlTally(pool, runId),
     pool.query<{ min: number | null }>(
       "SELECT (spec -> 'judgeControls' ->> 'minPassRate')::float8 AS min FROM runs WHERE run_id = $1",
       [runId],

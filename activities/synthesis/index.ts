@@ -142,10 +142,8 @@ export function createSynthesisActivities(databaseUrl: string, models: ModelClie
     }: {
       runId: string;
     }): Promise<{ directory: string; kept: number; reasoningKept: number }> {
-      const [report, judge] = await Promise.all([
-        synthesisReport(pool(), runId),
-        coverageJudgeStanding(pool(), runId),
-      ]);
+      const report = await synthesisReport(pool(), runId);
+      const judge = await coverageJudgeStanding(pool(), runId, report.coverageJudgeControls);
       const directory = path.join(loadEnvironment().MOCKWORLD_HOME, 'datasets', datasetDirectoryName(runId));
       const exported = await exportRunDataset(pool(), runId, directory);
       const reasoning = await reasoningReport(pool(), runId);
