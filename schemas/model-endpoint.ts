@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BatchWindowSchema, CallModeSchema, type BatchWindow } from './model-batch.js';
 import { hasKeyInQuery, hasUserInfo } from './url-credentials.js';
 
 /** An endpoint's prices in USD per million tokens (cached input defaults to the input price). */
@@ -119,8 +120,40 @@ export const ModelRoleSchema = z
   .object({
     endpoint: ModelEndpointSchema.optional(),
     sampling: SamplingSchema.default({ temperature: 0.7, topP: 1, maxTokens: 1024 }),
+    mode: z
+      .literal('online', {
+        error:
+          'this role answers within a turn or a training step, so its calls stay online; batch mode is for roles whose answers can wait (synthesis: rubricExtractor, coverageJudge)',
+      })
+      .optional()
+      .describe(
+        'online only here; batch mode is for roles whose answers can wait (synthesis rubricExtractor, coverageJudge).',
+      ),
   })
   .strict();
 
+/**
+ * A role whose answers can wait (a judge, an extractor): its calls may go in provider batch jobs,
+ * cheaper and slower, which the run awaits durably (activities/llm/batch).
+ */
+export const WaitingModelRoleSchema = ModelRoleSchema.extend({
+  mode: CallModeSchema.optional().describe(
+    'online (unset): each request is sent when made. batch: gathered into provider batch jobs (`batch`), cheaper and slower; the run waits for the answers durably.',
+  ),
+  batch: BatchWindowSchema.optional().describe(
+    'How requests are gathered into batch jobs when mode is batch; unset = the defaults.',
+  ),
+}).transform((role) =>
+  role.mode === 'batch' ? { ...role, batch: role.batch ?? BatchWindowSchema.parse({}) } : role,
+);
+
 /** Validated model role. */
 export type ModelRole = z.infer<typeof ModelRoleSchema>;
+
+/** Validated role whose answers can wait; every {@link ModelRole} is one (online). */
+export type WaitingModelRole = z.infer<typeof WaitingModelRoleSchema>;
+
+/** The batch window of a role whose calls go in batch jobs; undefined for an online role. */
+export function batchWindowOf(role: WaitingModelRole): BatchWindow | undefined {
+  return role.mode === 'batch' ? role.batch : undefined;
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { markedJudgeControlsSchema } from './judge-controls.js';
-import { ModelRoleSchema, RunBudgetSchema } from './model-endpoint.js';
+import { ModelRoleSchema, RunBudgetSchema, WaitingModelRoleSchema } from './model-endpoint.js';
 import { PresetSchema } from './presets.js';
 import { ReasoningSourceSchema } from './reasoning-synthesis.js';
 import { runNameField } from './run-name.js';
@@ -160,8 +160,10 @@ export const SynthesisSpecSchema = z
         teacher: role(0.7, 2048),
         toolSimulator: role(0.2, 512),
         userSimulator: role(0.3, 256),
-        rubricExtractor: role(0, 1024),
-        coverageJudge: ModelRoleSchema.optional().describe(
+        rubricExtractor: WaitingModelRoleSchema.default({
+          sampling: { temperature: 0, topP: 1, maxTokens: 1024 },
+        }),
+        coverageJudge: WaitingModelRoleSchema.optional().describe(
           "Judges which workflow steps each demonstration carried out (the coverage filter's measure); " +
             "unset: the rubricExtractor's endpoint and sampling (the parsed spec records which).",
         ),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mulberry32 } from '../activities/training/sampling.js';
+import { createBatchDouble, type BatchDouble } from './batch-double.js';
 import { createEngineDouble, type EngineDouble, type EngineKind } from './serving-engine.js';
 
 /**
@@ -18,8 +19,10 @@ import { createEngineDouble, type EngineDouble, type EngineKind } from './servin
  * `role: <name>` in the first system message (e.g. "You are the teacher.\nrole: teacher").
  * Requests without any of these have no role (`undefined`).
  *
- * Endpoints: POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models; with `engine`, also
- * the admin API of vLLM or SGLang that weight sync uses (serving-engine.ts).
+ * Endpoints: POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models, the Batch API's
+ * /v1/files and /v1/batches (batch-double.ts: each line answered by the same script, its role the
+ * job's `metadata.mockworld_role`); with `engine`, also the admin API of vLLM or SGLang that weight
+ * sync uses (serving-engine.ts).
  */
 
 /** The parts of a chat request a script looks at. */
@@ -242,6 +245,8 @@ export interface ModelServer {
   close(): Promise<void>;
   /** The serving engine's admin API and state, when started with `engine`. */
   readonly engine: EngineDouble | undefined;
+  /** The Batch API: its billing counts and faults. */
+  readonly batches: BatchDouble;
 }
 
 /** Starts a server on 127.0.0.1 at a free port. */
@@ -260,6 +265,17 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const stats: ModelServerStats = freshStats();
   let sequence = 0;
   const engine = options.engine ? createEngineDouble(options.engine, models[0] ?? 'mock-model') : undefined;
+  // A batch line is a chat request without HTTP around it: the same script answers it.
+  const batches = createBatchDouble(async (body, jobRole) => {
+    const chatBody = body as ChatRequestBody;
+    const role = jobRole ?? roleOf(chatBody);
+    const roleKey = role ?? '(none)';
+    const roleIndex = stats.byRole[roleKey] ?? 0;
+    stats.byRole[roleKey] = roleIndex + 1;
+    const index = stats.total++;
+    const request: ScriptedRequest = { role, body: chatBody, index, roleIndex, headers: {} };
+    return completion(chatBody, index, await replyFor(matchRule(request), request));
+  });
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -284,6 +300,19 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     }
     // The body is read once: the admin API and the chat route below share it.
     const text = req.method === 'POST' ? await readBody(req) : '';
+    const batchReply = await batches.handle(
+      req.method ?? 'GET',
+      path,
+      new URL(req.url ?? '/', 'http://double').searchParams,
+      text,
+      req.headers['content-type'] ?? '',
+    );
+    if (batchReply?.raw !== undefined) {
+      res.writeHead(batchReply.status, { 'content-type': 'application/octet-stream' });
+      res.end(batchReply.raw);
+      return;
+    }
+    if (batchReply) return sendJson(res, batchReply.status, batchReply.body);
     if (engine) {
       const admin = engine.handle(req.method ?? 'GET', req.url ?? '/', parseJson(text));
       if (admin) return sendJson(res, admin.status, admin.body);
@@ -506,6 +535,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     },
     pendingFaults: () => queued.length,
     engine,
+    batches,
     resetStats: () => {
       const inFlight = stats.inFlight;
       Object.assign(stats, freshStats(), { inFlight, maxInFlight: inFlight });

@@ -46,7 +46,10 @@ function taskNumber(request: ScriptedRequest): number {
 }
 
 const json = (value: unknown): Reply => JSON.stringify(value);
-const call = (name: string, args: unknown): Reply => ({ toolCalls: [{ name, arguments: args }] });
+/** A tool call whose id follows from the task and turn, so the same run asks the same prompts in any order. */
+const call = (name: string, args: unknown, id: string): Reply => ({
+  toolCalls: [{ name, arguments: args, id }],
+});
 
 /** Answers every synthesis role; unknown requests fail loudly so a test never passes by accident. */
 export function synthesisScript(request: ScriptedRequest): Reply {
@@ -79,9 +82,9 @@ export function synthesisScript(request: ScriptedRequest): Reply {
       }
       // The teacher acting as the agent in the mock world.
       const turn = request.body.messages.filter((m) => m.role === 'assistant').length;
-      if (turn === 0) return call('ask_user', { question: 'Which record do you mean?' });
-      if (turn === 1) return call('lookup_record', { id: `R-${i}` });
-      if (turn === 2) return call('update_record', { id: `R-${i}`, status: 'fixed' });
+      if (turn === 0) return call('ask_user', { question: 'Which record do you mean?' }, `call_${i}_0`);
+      if (turn === 1) return call('lookup_record', { id: `R-${i}` }, `call_${i}_1`);
+      if (turn === 2) return call('update_record', { id: `R-${i}`, status: 'fixed' }, `call_${i}_2`);
       return `Done: R-${i} is fixed.`;
     }
     case 'tool-simulator':

@@ -4,6 +4,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
+  ModelCall,
 } from './types.js';
 
 /**
@@ -99,4 +100,20 @@ export function identify(
     sampleIndex,
     policyVersion,
   };
+}
+
+/** The identity of a model call sent with `responseFormat` (online or in a batch job alike). */
+export function identifyCall(call: ModelCall, responseFormat?: unknown): CallIdentity {
+  return identify(
+    call.endpoint,
+    {
+      messages: call.messages,
+      tools: call.tools,
+      toolChoice: call.toolChoice,
+      responseFormat,
+      sampling: call.sampling,
+    },
+    call.sampleIndex ?? 0,
+    call.policyVersion ?? 'base',
+  );
 }

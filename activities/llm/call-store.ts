@@ -4,7 +4,7 @@ import { RowVanishedError } from '../store/errors.js';
 import { storableJson, storableText } from '../store/storable.js';
 import { Batcher } from './batcher.js';
 import type { CallIdentity } from './cache-key.js';
-import type { ChatCompletionMessage, RoleUsage } from './types.js';
+import type { ChatCompletionMessage, ChatResult, RoleUsage } from './types.js';
 
 /** What the store keeps of an answer: the message untouched and why generation stopped. */
 export interface StoredResponse {
@@ -38,6 +38,8 @@ export interface NewCall extends CallIdentity {
   readonly cachedPromptTokens?: number;
   /** What the answer cost (cost.ts); null or absent: the endpoint has no prices. */
   readonly costUsd?: number | null;
+  /** The batch job that answered it (activities/llm/batch); absent: answered online. */
+  readonly batchJobId?: string;
 }
 
 const COLUMNS = `cache_key, response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts`;
@@ -85,6 +87,20 @@ function ledgerOf(pool: pg.Pool): Ledger {
     ledgers.set(pool, ledger);
   }
   return ledger;
+}
+
+/** A stored call as a caller's result; `cached`: it was answered before this call asked. */
+export function resultOfStored(stored: StoredCall, cached: boolean): ChatResult {
+  return {
+    cacheKey: stored.cacheKey,
+    message: stored.response.message,
+    finishReason: stored.response.finishReason,
+    ...(stored.response.servedVersion !== undefined ? { servedVersion: stored.response.servedVersion } : {}),
+    usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens },
+    cached,
+    latencyMs: stored.latencyMs,
+    attempts: stored.attempts,
+  };
 }
 
 /** The stored answer for a key, if any. */
@@ -148,9 +164,9 @@ async function insertMany(
   const { rows } = await pool.query<{ cache_key: string }>({
     name: 'mockworld_llm_calls_store_many',
     text: `INSERT INTO llm_calls (cache_key, endpoint, model, request_hash, sample_index, policy_version, run_id, role,
-       response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts, cached_prompt_tokens, cost_usd)
+       response, prompt_tokens, completion_tokens, latency_ms, upstream_attempts, cached_prompt_tokens, cost_usd, batch_job_id)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
-       $9::jsonb[], $10::int[], $11::int[], $12::int[], $13::int[], $14::int[], $15::float8[])
+       $9::jsonb[], $10::int[], $11::int[], $12::int[], $13::int[], $14::int[], $15::float8[], $16::text[])
      ON CONFLICT (cache_key) DO NOTHING
      RETURNING cache_key`,
     values: [
@@ -169,6 +185,7 @@ async function insertMany(
       column((c) => c.attempts),
       column((c) => c.cachedPromptTokens ?? 0),
       column((c) => c.costUsd ?? null),
+      column((c) => c.batchJobId ?? null),
     ],
   });
   const inserted = new Set(rows.map((row) => row.cache_key));

@@ -1,3 +1,4 @@
+import type { CompletionUsage } from 'openai/resources/completions';
 import type { ModelPrices } from '../../schemas/model-endpoint.js';
 
 /** Token counts of one answer as the server reported them. */
@@ -23,4 +24,14 @@ export function callCost(prices: ModelPrices | undefined, tokens: CallTokens): n
       tokens.completionTokens * prices.outputPerMillion) /
     1e6
   );
+}
+
+/** The answer's tokens as the server reported them, and their cost at the endpoint's prices. */
+export function pricedTokens(prices: ModelPrices | undefined, usage: CompletionUsage | undefined) {
+  const tokens = {
+    promptTokens: usage?.prompt_tokens ?? 0,
+    cachedPromptTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+    completionTokens: usage?.completion_tokens ?? 0,
+  };
+  return { ...tokens, costUsd: callCost(prices, tokens) };
 }

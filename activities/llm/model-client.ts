@@ -1,16 +1,22 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api';
-import type { CompletionUsage } from 'openai/resources/completions';
 import type pg from 'pg';
 import type { z } from 'zod';
 import { loadEnvironment } from '../../schemas/environment.js';
-import type { ModelPrices } from '../../schemas/model-endpoint.js';
 import { activityCancellation, finishingAtShutdown } from '../cancellation.js';
 import { getPool, retryOnConnectionError } from '../store/db.js';
 import { boundedAnswer, isOversized, outOfBounds } from './answer-bounds.js';
 import type { BackoffOptions } from './backoff.js';
-import { cacheKey, identify } from './cache-key.js';
-import { findCall, queryUsageByRole, recordRejection, storeCall, type StoredCall } from './call-store.js';
-import { callCost } from './cost.js';
+import { createBatchCompleter } from './batch/completer.js';
+import { cacheKey, identifyCall } from './cache-key.js';
+import {
+  findCall,
+  queryUsageByRole,
+  recordRejection,
+  resultOfStored,
+  storeCall,
+  type StoredCall,
+} from './call-store.js';
+import { pricedTokens } from './cost.js';
 import { modelCalls, modelCost, modelErrors, modelTokens, roleLabel } from '../telemetry/metrics.js';
 import { StructuredOutputRejectedError } from './errors.js';
 import { gatewayCompleter } from './gateway-client.js';
@@ -88,18 +94,7 @@ export type CallCompleter = (call: ModelCall, responseFormat?: unknown) => Promi
 export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions = {}): CallCompleter {
   const pool = (): pg.Pool => getPool(databaseUrl);
   return async (call, responseFormat) => {
-    const identity = identify(
-      call.endpoint,
-      {
-        messages: call.messages,
-        tools: call.tools,
-        toolChoice: call.toolChoice,
-        responseFormat,
-        sampling: call.sampling,
-      },
-      call.sampleIndex ?? 0,
-      call.policyVersion ?? 'base',
-    );
+    const identity = identifyCall(call, responseFormat);
     const key = cacheKey(identity);
     const { value, shared } = await flights.run(
       `${databaseUrl}\n${key}`,
@@ -108,7 +103,7 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
         const found = await findCall(pool(), key);
         if (found) {
           modelCalls.inc({ role, source: 'cache' });
-          return toResult(found, true);
+          return resultOfStored(found, true);
         }
         const answer = await completeTraced(call, responseFormat, backoff, signal, role);
         const choice = answer.completion.choices[0]!;
@@ -136,7 +131,7 @@ export function createCallCompleter(databaseUrl: string, backoff: BackoffOptions
           }),
         );
         if (inserted) countPaid(role, stored, priced.costUsd);
-        return toResult(stored, !inserted);
+        return resultOfStored(stored, !inserted);
       },
       call.signal,
     );
@@ -192,14 +187,22 @@ function countPaid(role: string, stored: StoredCall, costUsd: number | null): vo
   if (costUsd !== null) modelCost.inc({ role }, costUsd);
 }
 
-/** The answer's tokens as the server reported them, and their cost at the endpoint's prices. */
-function pricedTokens(prices: ModelPrices | undefined, usage: CompletionUsage | undefined) {
-  const tokens = {
-    promptTokens: usage?.prompt_tokens ?? 0,
-    cachedPromptTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
-    completionTokens: usage?.completion_tokens ?? 0,
-  };
-  return { ...tokens, costUsd: callCost(prices, tokens) };
+/**
+ * How a client's calls are completed: a call with a batch window waits for a provider batch job;
+ * the rest (and a batch line the rule sends online) go through the gateway when there is one,
+ * else in process.
+ */
+function completerFor(
+  options: ModelClientOptions,
+  environment: ReturnType<typeof loadEnvironment>,
+  databaseUrl: string,
+): CallCompleter {
+  const gatewayUrl =
+    options.gatewayUrl === undefined ? environment.MOCKWORLD_MODEL_GATEWAY_URL : options.gatewayUrl;
+  const online = gatewayUrl
+    ? gatewayCompleter(gatewayUrl, environment.MOCKWORLD_MODEL_GATEWAY_AUTH)
+    : createCallCompleter(databaseUrl, options.backoff);
+  return createBatchCompleter(databaseUrl, online);
 }
 
 /** Creates a model client on a shared connection pool; it holds no other resources. */
@@ -208,11 +211,7 @@ export function createModelClient(options: ModelClientOptions = {}): ModelClient
   const databaseUrl = options.databaseUrl ?? environment.DATABASE_URL;
   const maxStructuredBytes = options.maxStructuredBytes ?? DEFAULT_MAX_STRUCTURED_BYTES;
   const pool = (): pg.Pool => getPool(databaseUrl);
-  const gatewayUrl =
-    options.gatewayUrl === undefined ? environment.MOCKWORLD_MODEL_GATEWAY_URL : options.gatewayUrl;
-  const completer: CallCompleter = gatewayUrl
-    ? gatewayCompleter(gatewayUrl, environment.MOCKWORLD_MODEL_GATEWAY_AUTH)
-    : createCallCompleter(databaseUrl, options.backoff);
+  const completer = completerFor(options, environment, databaseUrl);
   // Inside an activity a call stops when the activity is cancelled, the caller's signal or not.
   const complete: CallCompleter = (call, responseFormat) =>
     finishingAtShutdown(call.signal ?? activityCancellation(), (signal) =>
@@ -290,19 +289,6 @@ export function createModelClient(options: ModelClientOptions = {}): ModelClient
  */
 export function usageByRole(databaseUrl: string, runId: string): Promise<RoleUsage[]> {
   return queryUsageByRole(getPool(databaseUrl), runId);
-}
-
-function toResult(stored: StoredCall, cached: boolean): ChatResult {
-  return {
-    cacheKey: stored.cacheKey,
-    message: stored.response.message,
-    finishReason: stored.response.finishReason,
-    ...(stored.response.servedVersion !== undefined ? { servedVersion: stored.response.servedVersion } : {}),
-    usage: { promptTokens: stored.promptTokens, completionTokens: stored.completionTokens },
-    cached,
-    latencyMs: stored.latencyMs,
-    attempts: stored.attempts,
-  };
 }
 
 /** Usage, latency and cache status over the calls behind one structured answer; the last message wins. */

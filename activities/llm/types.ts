@@ -4,6 +4,7 @@ import type {
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
+import type { BatchWindow } from '../../schemas/model-batch.js';
 import type { ModelEndpoint, Sampling } from '../../schemas/model-endpoint.js';
 
 export type {
@@ -35,6 +36,11 @@ export interface ModelCall {
   readonly role?: string;
   /** Cancels waiting, retrying and the HTTP request; the call then rejects with `signal.reason`. */
   readonly signal?: AbortSignal;
+  /**
+   * Send it in a provider batch job gathered by this window (activities/llm/batch) rather than at
+   * once; not part of the identity: a call answered either way is the same answer.
+   */
+  readonly batch?: BatchWindow;
 }
 
 /** Token usage of one call as reported by the endpoint. */

@@ -7,7 +7,7 @@
  */
 import { BOUNDS } from '../../schemas/bounds.js';
 import { COVERAGE_SCHEMA_NAME, coverageSchema } from '../../schemas/coverage-judge.js';
-import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { WaitingModelRole } from '../../schemas/model-endpoint.js';
 import type { ModelClient } from '../llm/index.js';
 import type { TemplateChoice } from '../templates/templates.js';
 import { callStage } from './teacher-call.js';
@@ -35,7 +35,7 @@ export interface CoverageInput {
   readonly instruction: string;
   readonly episodeId: string;
   readonly messages: Parameters<typeof renderTranscript>[0];
-  readonly judge: ModelRole;
+  readonly judge: WaitingModelRole;
   readonly threshold: number;
   readonly templates: TemplateChoice;
   readonly seed: number;

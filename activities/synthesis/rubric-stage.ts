@@ -1,7 +1,7 @@
 /** Stage (e) of a task: the coverage filter over its demonstrations, then its rubric. */
 import type pg from 'pg';
 import { BOUNDS } from '../../schemas/bounds.js';
-import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { batchWindowOf, type WaitingModelRole } from '../../schemas/model-endpoint.js';
 import { rubricDraftSchema } from '../../schemas/synthesis-records.js';
 import { DEFAULT_TASK_SIZE } from '../../schemas/synthesis-spec.js';
 import type { ModelClient } from '../llm/index.js';
@@ -14,9 +14,9 @@ import { renderTranscript } from './transcript.js';
 
 /** Input of stage (e): the judges and the demonstrations' episode ids. */
 export type RubricStageInput = StageInput & {
-  readonly rubricExtractor: ModelRole;
+  readonly rubricExtractor: WaitingModelRole;
   /** Absent in the input of tasks started before it existed: the rubric extractor's role. */
-  readonly coverageJudge?: ModelRole;
+  readonly coverageJudge?: WaitingModelRole;
   readonly coverageThreshold: number;
   readonly episodeIds: readonly string[];
 };
@@ -59,18 +59,24 @@ async function judgeDemonstrations(
   { ordered, rejected }: Demonstrations,
 ): Promise<DemonstrationCoverage[]> {
   const question = coverageQuestion(input, task);
+  const judge = (episode: Demonstrations['ordered'][number]) =>
+    judgeCoverage(models, {
+      ...question,
+      episodeId: episode.episode_id as string,
+      messages: episode.messages,
+      threshold: input.coverageThreshold,
+    });
+  const control = () =>
+    ensureCoverageControl({ pool: pool(), models }, { ...question, runId: task.run_id as string });
   const coverage: DemonstrationCoverage[] = [];
-  for (const episode of ordered) {
-    coverage.push(
-      await judgeCoverage(models, {
-        ...question,
-        episodeId: episode.episode_id as string,
-        messages: episode.messages,
-        threshold: input.coverageThreshold,
-      }),
-    );
+  if (batchWindowOf(question.judge)) {
+    // Batched verdicts are asked together, so they wait for one job rather than one job each.
+    const [verdicts] = await Promise.all([Promise.all(ordered.map(judge)), control()]);
+    coverage.push(...verdicts);
+  } else {
+    for (const episode of ordered) coverage.push(await judge(episode));
+    await control();
   }
-  await ensureCoverageControl({ pool: pool(), models }, { ...question, runId: task.run_id as string });
   for (const e of rejected) {
     coverage.push({
       episodeId: e.episode_id,

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { BOUNDS } from '../../schemas/bounds.js';
-import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { WaitingModelRole } from '../../schemas/model-endpoint.js';
 import type { RejectReason, TaskStage } from '../../schemas/synthesis-records.js';
 import {
   FuzzyTaskSchema,
@@ -41,7 +41,7 @@ export type StageOutcome =
     };
 
 /** Input of stages (a) and (c): the task and its teacher. */
-export type TeacherStageInput = StageInput & { readonly teacher: ModelRole };
+export type TeacherStageInput = StageInput & { readonly teacher: WaitingModelRole };
 
 /** Input of stage (b): the teacher and which refinements the spec switches on. */
 export type RefineStageInput = TeacherStageInput & { readonly refine: SynthesisSpec['refine'] };
@@ -55,7 +55,7 @@ export interface FinalizeTaskInput {
   readonly reason?: RejectReason | (string & {});
   readonly detail?: string;
   readonly failedStage?: TaskStage;
-  readonly roles: Record<string, ModelRole>;
+  readonly roles: Record<string, WaitingModelRole>;
   readonly templateIds: Record<string, string>;
 }
 

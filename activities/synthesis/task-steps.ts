@@ -1,4 +1,4 @@
-import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { WaitingModelRole } from '../../schemas/model-endpoint.js';
 import type { RejectReason, TaskStage } from '../../schemas/synthesis-records.js';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
 import { heartbeatProgress } from '../heartbeat.js';
@@ -6,7 +6,7 @@ import type { StageActivities, StageInput, StageOutcome } from './stages.js';
 
 /** What the activities that run several stages of a task get: also the roles, for its provenance. */
 export interface TaskRunInput extends StageInput {
-  readonly roles: Record<string, ModelRole>;
+  readonly roles: Record<string, WaitingModelRole>;
 }
 
 /**
@@ -55,7 +55,7 @@ export function createTaskStepActivities(stages: StageActivities) {
      * separate activity); the workflow gets the reason.
      */
     async prepareTask(
-      input: TaskRunInput & { readonly teacher: ModelRole; readonly refine: SynthesisSpec['refine'] },
+      input: TaskRunInput & { readonly teacher: WaitingModelRole; readonly refine: SynthesisSpec['refine'] },
     ): Promise<TaskStepOutcome> {
       const templateIds: Record<string, string> = {};
       const steps: [TaskStage, () => Promise<StageOutcome>][] = [
@@ -78,9 +78,9 @@ export function createTaskStepActivities(stages: StageActivities) {
      */
     async finishTask(
       input: TaskRunInput & {
-        readonly rubricExtractor: ModelRole;
+        readonly rubricExtractor: WaitingModelRole;
         /** Absent in specs from before the coverage judge: the rubric extractor's role. */
-        readonly coverageJudge?: ModelRole;
+        readonly coverageJudge?: WaitingModelRole;
         readonly coverageThreshold: number;
         readonly episodeIds: readonly string[];
         /** Template ids of the stages before (prepareTask's). */

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ModelRole } from '../../schemas/model-endpoint.js';
+import { batchWindowOf, type WaitingModelRole } from '../../schemas/model-endpoint.js';
 import { resolveEndpoint } from '../llm/default-endpoint.js';
 import { StructuredOutputRejectedError, type ModelClient } from '../llm/index.js';
 import {
@@ -29,7 +29,7 @@ const SYSTEM_PROMPTS = {
 /** A structured stage call: which role, template and schema, and whose ledger pays. */
 export interface StageCall<S extends z.ZodType> {
   readonly role: keyof typeof SYSTEM_PROMPTS;
-  readonly model: ModelRole;
+  readonly model: WaitingModelRole;
   readonly stage: TemplateStage;
   readonly templates: TemplateChoice;
   readonly values: Record<string, unknown>;
@@ -64,6 +64,7 @@ export async function callStage<S extends z.ZodType>(
         runId: call.taskId,
         role: call.role,
         signal: call.signal,
+        batch: batchWindowOf(call.model),
       },
       call.schema,
       call.stage,
