@@ -38,6 +38,10 @@ const BENCHMARKS = [
     name: 'chaos',
     title: 'Chaos: kills, restarts, a slow model and a full disk under a synthesis run and a GRPO run',
   },
+  {
+    name: 'batch',
+    title: 'Batch mode: the same Synthesis with its judges and teacher stages online and in batch jobs',
+  },
   // Last: it reads the figures the benchmarks above just wrote to bench/results/.
   { name: 'targets', title: 'Performance targets: each figure beside its target' },
 ] as const;

@@ -157,3 +157,12 @@ export type WaitingModelRole = z.infer<typeof WaitingModelRoleSchema>;
 export function batchWindowOf(role: WaitingModelRole): BatchWindow | undefined {
   return role.mode === 'batch' ? role.batch : undefined;
 }
+
+/**
+ * The role as an online one: for calls whose turn needs its answer now (a demonstration's next
+ * turn), which stay online whatever the role's mode.
+ */
+export function onlineRole(role: WaitingModelRole): ModelRole {
+  const { mode: _mode, batch: _batch, ...online } = role;
+  return online;
+}

@@ -157,7 +157,11 @@ export const SynthesisSpecSchema = z
     ),
     models: z
       .object({
-        teacher: role(0.7, 2048),
+        teacher: WaitingModelRoleSchema.default({
+          sampling: { temperature: 0.7, topP: 1, maxTokens: 2048 },
+        }).describe(
+          'Writes tool sets, refinements and instructions (batchable) and plays the agent in demonstrations (always online: each turn needs its answer now).',
+        ),
         toolSimulator: role(0.2, 512),
         userSimulator: role(0.3, 256),
         rubricExtractor: WaitingModelRoleSchema.default({

@@ -3,6 +3,7 @@ import { Context } from '@temporalio/activity';
 import { loadEnvironment } from '../../schemas/environment.js';
 import type { ReasoningProblemResult } from '../../schemas/reasoning-synthesis.js';
 import type { SynthesisSpec } from '../../schemas/synthesis-spec.js';
+import { onlineRole } from '../../schemas/model-endpoint.js';
 import { heartbeatProgress } from '../heartbeat.js';
 import type { ModelClient } from '../llm/index.js';
 import { getPool } from '../store/db.js';
@@ -52,7 +53,8 @@ function demonstrationEpisode(input: DemonstrationInput) {
     policyVersion: 'teacher',
     runId: input.taskId,
     agentRoleName: 'teacher',
-    agent: input.models.teacher,
+    // Each turn of a demonstration needs its answer now: the teacher's batch mode is for its stages.
+    agent: onlineRole(input.models.teacher),
     toolSimulator: input.models.toolSimulator,
     userSimulator: input.models.userSimulator,
     maxTurns: input.maxTurns,

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ModelRole } from '../../schemas/model-endpoint.js';
+import type { WaitingModelRole } from '../../schemas/model-endpoint.js';
 import {
   type ReasoningDropReason,
   type ReasoningProblemResult,
@@ -62,7 +62,8 @@ export interface ReasoningProblemInput {
   readonly rewrite?: boolean;
   /** How a problem is kept (schemas/reasoning-synthesis.ts). Absent (older workflows): agreement. */
   readonly keep?: 'agreement' | 'correct';
-  readonly teacher: ModelRole;
+  /** Its calls stay online whatever its mode: a solution's turns need their answers now. */
+  readonly teacher: WaitingModelRole;
   readonly templates: TemplateChoice;
   /** Seed of this problem's calls when the teacher role sets none. */
   readonly seed: number;

@@ -28,7 +28,14 @@ export interface SynthesisReport {
   readonly mappingEntries: number;
   /** The coverage judge's control verdicts (coverage-controls.ts): never a filter decision. */
   readonly coverageJudgeControls: ControlTally;
-  readonly usageByRole: { role: string; calls: number; promptTokens: number; completionTokens: number }[];
+  readonly usageByRole: {
+    role: string;
+    calls: number;
+    /** Of the calls, those answered in provider batch jobs. */
+    batchedCalls: number;
+    promptTokens: number;
+    completionTokens: number;
+  }[];
 }
 
 /** Mean, min and max of a column over kept tasks (or their demonstrations). */
@@ -73,7 +80,7 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
     ),
     pool.query(`SELECT count(*)::int AS n FROM tool_mappings WHERE task_id LIKE $1`, [prefix]),
     pool.query(
-      `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls,
+      `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, count(batch_job_id)::int AS "batchedCalls",
               coalesce(sum(prompt_tokens), 0)::int AS "promptTokens", coalesce(sum(completion_tokens), 0)::int AS "completionTokens"
          FROM llm_calls WHERE run_id LIKE $1 GROUP BY 1 ORDER BY 1`,
       [prefix],

@@ -23,6 +23,7 @@ const guide = [
 ];
 const pipelines = [
   { text: 'Synthesis', link: '/synthesis' },
+  { text: 'Batch mode', link: '/batch-mode' },
   { text: 'GRPO training', link: '/grpo' },
   { text: 'Reasoning tasks', link: '/reasoning' },
   { text: 'Rule-checked rubrics', link: '/rubric-rules' },

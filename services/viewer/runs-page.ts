@@ -46,19 +46,27 @@ export function usageSection(usage: readonly RoleUsageRow[]): Fragment {
   const total = usage.reduce(
     (t, u) => ({
       calls: t.calls + u.calls,
+      batched: t.batched + u.batchedCalls,
       prompt: t.prompt + u.promptTokens,
       completion: t.completion + u.completionTokens,
       cost: u.costUsd === null ? t.cost : (t.cost ?? 0) + u.costUsd,
     }),
-    { calls: 0, prompt: 0, completion: 0, cost: null as number | null },
+    { calls: 0, batched: 0, prompt: 0, completion: 0, cost: null as number | null },
   );
   return section(
     'Model usage',
     table(
-      ['role', 'calls', 'prompt tokens', 'completion tokens', 'cost'],
+      ['role', 'calls', 'in batch jobs', 'prompt tokens', 'completion tokens', 'cost'],
       [
-        ...usage.map((u) => [u.role, u.calls, u.promptTokens, u.completionTokens, usd(u.costUsd)]),
-        [html`<b>run</b>`, total.calls, total.prompt, total.completion, usd(total.cost)],
+        ...usage.map((u) => [
+          u.role,
+          u.calls,
+          u.batchedCalls,
+          u.promptTokens,
+          u.completionTokens,
+          usd(u.costUsd),
+        ]),
+        [html`<b>run</b>`, total.calls, total.batched, total.prompt, total.completion, usd(total.cost)],
       ],
       'usage',
     ),

@@ -11,6 +11,8 @@ export const OWNER = RUN_OF_CALL;
 export interface RoleUsageRow {
   readonly role: string;
   readonly calls: number;
+  /** Of the calls, those answered in provider batch jobs (at the batch price). */
+  readonly batchedCalls: number;
   readonly promptTokens: number;
   readonly completionTokens: number;
   readonly costUsd: number | null;
@@ -21,11 +23,13 @@ export async function usageByRole(pool: pg.Pool, runId: string): Promise<RoleUsa
   const { rows } = await pool.query<{
     role: string;
     calls: number;
+    batched: number;
     prompt: number;
     completion: number;
     cost: number | null;
   }>(
-    `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, coalesce(sum(prompt_tokens), 0)::float8 AS prompt,
+    `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, count(batch_job_id)::int AS batched,
+            coalesce(sum(prompt_tokens), 0)::float8 AS prompt,
             coalesce(sum(completion_tokens), 0)::float8 AS completion, sum(cost_usd)::float8 AS cost
        FROM llm_calls WHERE ${OWNER} = $1 GROUP BY 1 ORDER BY 1`,
     [runId],
@@ -33,6 +37,7 @@ export async function usageByRole(pool: pg.Pool, runId: string): Promise<RoleUsa
   return rows.map((r) => ({
     role: r.role,
     calls: r.calls,
+    batchedCalls: r.batched,
     promptTokens: r.prompt,
     completionTokens: r.completion,
     costUsd: r.cost,

@@ -16,7 +16,7 @@ const TASKS = 6;
 const WORKFLOW_ID = 'synthesis-batch-vs-online';
 
 /**
- * Batch judging through everything that can go wrong while a run waits for its jobs: the first job
+ * Batch teacher stages and judges (the demonstrations' turns stay online) through everything that can go wrong while a run waits for its jobs: the first job
  * expires half-answered, the worker is SIGKILLed while a job is out, and the Temporal server is
  * killed and restarted. The run ends as the same run done online ends (same tasks, rubrics,
  * coverage and ledger keys), and no batch line is billed twice.
@@ -67,7 +67,7 @@ describe('a Synthesis run with batch judges', () => {
       MOCKWORLD_HOME: dir,
     });
 
-  async function start(judgeMode: Record<string, unknown>) {
+  async function start(mode: Record<string, unknown>) {
     const connection = await Connection.connect({ address: temporal.address });
     const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
     const handle = await new Client({ connection }).workflow.start('Synthesis', {
@@ -79,10 +79,10 @@ describe('a Synthesis run with batch judges', () => {
           maxTurns: 6,
           concurrency: 3,
           models: {
-            teacher: role,
+            teacher: { ...role, ...mode },
             toolSimulator: role,
             userSimulator: role,
-            rubricExtractor: { ...role, ...judgeMode },
+            rubricExtractor: { ...role, ...mode },
           },
         },
       ],
@@ -160,8 +160,26 @@ describe('a Synthesis run with batch judges', () => {
               (SELECT count(*)::int FROM llm_batch_jobs WHERE provider_status = 'expired') AS expired,
               (SELECT count(*)::int FROM llm_batch_lines WHERE state NOT IN ('answered', 'online')) AS open`,
     );
-    // Every coverage verdict, control and rubric of the run came from a job, one ledger row each.
+    // Every teacher stage, coverage verdict, control and rubric came from a job, one ledger row
+    // each; the demonstrations' turns stayed online.
     expect(calls!.batched).toBe(billed.length);
+    const byRole = await query<{ role: string; batched: number; online: number }>(
+      batch.url,
+      `SELECT role, count(batch_job_id)::int AS batched, count(*) FILTER (WHERE batch_job_id IS NULL)::int AS online
+         FROM llm_calls GROUP BY role ORDER BY role`,
+    );
+    expect(byRole).toEqual([
+      { role: 'coverage-judge', batched: expect.any(Number), online: 0 },
+      { role: 'coverage-judge-control', batched: expect.any(Number), online: 0 },
+      { role: 'rubric-extractor', batched: expect.any(Number), online: 0 },
+      // Stages (a)-(c) in jobs, the demonstrations' turns online: one run mixes both.
+      { role: 'teacher', batched: expect.any(Number), online: expect.any(Number) },
+      { role: 'tool-simulator', batched: 0, online: expect.any(Number) },
+      { role: 'user-simulator', batched: 0, online: expect.any(Number) },
+    ]);
+    const teacher = byRole.find((r) => r.role === 'teacher')!;
+    expect(teacher.batched).toBeGreaterThan(0);
+    expect(teacher.online).toBeGreaterThan(0);
     expect(calls!.expired).toBe(1);
     expect(calls!.open).toBe(0);
   }, 600_000);
