@@ -13,7 +13,9 @@ export type BatchFault =
   | { readonly kind: 'expire'; readonly role?: string; readonly answeredFraction?: number }
   | { readonly kind: 'fail-lines'; readonly role?: string; readonly failedFraction?: number }
   | { readonly kind: 'never-complete'; readonly role?: string }
-  | { readonly kind: 'duplicate-output'; readonly role?: string };
+  | { readonly kind: 'duplicate-output'; readonly role?: string }
+  /** The next `times` batch creations are refused with a 400 (a file the provider will not take). */
+  | { readonly kind: 'refuse-create'; readonly role?: string; times: number };
 
 /** What the double counts: the lines a real provider would bill, per custom id. */
 export interface BatchStats {
@@ -233,6 +235,16 @@ export function createBatchDouble(answer: LineAnswerer): BatchDouble {
     const request = JSON.parse(body) as { input_file_id: string; metadata?: Record<string, string> };
     if (!files.has(request.input_file_id)) return notFound('file');
     const metadata = request.metadata ?? {};
+    const refusal = faults.find(
+      (f) => f.kind === 'refuse-create' && (f.role === undefined || f.role === metadata.mockworld_role),
+    );
+    if (refusal?.kind === 'refuse-create') {
+      if (--refusal.times <= 0) faults.splice(faults.indexOf(refusal), 1);
+      return {
+        status: 400,
+        body: { error: { message: 'injected: the input file was refused', type: 'invalid_request_error' } },
+      };
+    }
     const batch: Batch = {
       id: `batch_${randomUUID()}`,
       inputFileId: request.input_file_id,

@@ -13,6 +13,7 @@ import {
   dueGroups,
   formJob,
   jobLines,
+  markFailed,
   markPolled,
   markSubmitted,
   sentLines,
@@ -54,31 +55,72 @@ async function formDueJobs(pool: pg.Pool): Promise<void> {
   }
 }
 
+/** Failed sends of one job after which it is given up, its requests queued again (or online). */
+export const MAX_SEND_FAILURES = 5;
+
 async function submitOne(client: pg.PoolClient): Promise<boolean> {
   const job = await claimJob(client, 'formed');
   if (!job) return false;
   const provider = providerClient(job.settings.endpoint);
-  const batch =
-    (await findJobBatch(provider, job.jobId, job.createdAtSeconds)) ??
-    (await createJobBatch(provider, job.jobId, job.settings.role, await jobLines(client, job.jobId)));
-  await markSubmitted(client, job.jobId, batch.id, batch.input_file_id, batch.status);
+  try {
+    const batch =
+      (await findJobBatch(provider, job.jobId, job.createdAtSeconds)) ??
+      (await createJobBatch(provider, job.jobId, job.settings.role, await jobLines(client, job.jobId)));
+    await markSubmitted(client, job.jobId, batch.id, batch.input_file_id, batch.status);
+  } catch (error) {
+    await giveUpOrRetry(client, provider, job, error);
+  }
   return true;
+}
+
+/**
+ * A send that failed is tried again after the poll interval; after {@link MAX_SEND_FAILURES} the
+ * job is closed and its requests go back to the queue (or online) — only once the provider
+ * confirms it holds no batch of the job, so a batch created by a send whose answer was lost is
+ * never paid for a second time.
+ */
+async function giveUpOrRetry(
+  client: pg.PoolClient,
+  provider: OpenAI,
+  job: JobRow,
+  error: unknown,
+): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await markFailed(client, job.jobId, message);
+  if (job.failures + 1 < MAX_SEND_FAILURES) return;
+  const created = await findJobBatch(provider, job.jobId, job.createdAtSeconds).catch(
+    () => 'unknown' as const,
+  );
+  if (created !== undefined) return;
+  await closeJob(
+    client,
+    { jobId: job.jobId, status: 'failed', maxSubmissions: job.settings.window.maxSubmissions },
+    [],
+    new Map(),
+    `not sent after ${MAX_SEND_FAILURES} tries: ${message}`,
+  );
 }
 
 async function pollOne(pool: pg.Pool, client: pg.PoolClient): Promise<boolean> {
   const job = await claimJob(client, 'submitted');
   if (!job) return false;
   const provider = providerClient(job.settings.endpoint);
-  const batch = await provider.batches.retrieve(job.providerBatchId!);
-  if (FINAL_STATES.has(batch.status)) {
-    await takeIn(pool, client, provider, job, batch);
-    return true;
+  try {
+    const batch = await provider.batches.retrieve(job.providerBatchId!);
+    if (FINAL_STATES.has(batch.status)) {
+      await takeIn(pool, client, provider, job, batch);
+      return true;
+    }
+    const runningSeconds = Date.now() / 1000 - (job.submittedAtSeconds ?? job.createdAtSeconds);
+    const overdue = runningSeconds > job.settings.window.maxJobMinutes * 60;
+    // Cancelled once; a cancelled job ends `cancelled`, keeping what it answered.
+    if (overdue && !job.cancelRequested) await provider.batches.cancel(batch.id);
+    await markPolled(client, job.jobId, batch.status, overdue);
+  } catch (error) {
+    // A job at the provider is never given up: it ends there within its window, and its answers
+    // are taken in when the provider answers again.
+    await markFailed(client, job.jobId, error instanceof Error ? error.message : String(error));
   }
-  const runningSeconds = Date.now() / 1000 - (job.submittedAtSeconds ?? job.createdAtSeconds);
-  const overdue = runningSeconds > job.settings.window.maxJobMinutes * 60;
-  // Cancelled once; a cancelled job ends `cancelled`, keeping what it answered.
-  if (overdue && !job.cancelRequested) await provider.batches.cancel(batch.id);
-  await markPolled(client, job.jobId, batch.status, overdue);
   return true;
 }
 

@@ -120,10 +120,13 @@ export interface JobRow {
   readonly createdAtSeconds: number;
   readonly submittedAtSeconds: number | null;
   readonly cancelRequested: boolean;
+  /** Sends or polls of this job that failed in a row. */
+  readonly failures: number;
 }
 
 const JOB_COLUMNS = `j.job_id, g.settings, j.provider_batch_id, extract(epoch FROM j.created_at)::float8 AS created,
-  extract(epoch FROM j.submitted_at)::float8 AS submitted, j.cancel_requested_at IS NOT NULL AS cancel_requested`;
+  extract(epoch FROM j.submitted_at)::float8 AS submitted, j.cancel_requested_at IS NOT NULL AS cancel_requested,
+  j.failures`;
 
 function jobOf(row: Record<string, unknown>): JobRow {
   return {
@@ -133,11 +136,12 @@ function jobOf(row: Record<string, unknown>): JobRow {
     createdAtSeconds: row.created as number,
     submittedAtSeconds: row.submitted as number | null,
     cancelRequested: row.cancel_requested as boolean,
+    failures: row.failures as number,
   };
 }
 
 /**
- * Locks one job to send (`formed`) or to poll (`submitted`, not polled within its poll interval)
+ * Locks one job to send (`formed`) or to poll (`submitted`), not tried within its poll interval,
  * for the rest of the transaction; other processes skip it.
  */
 export async function claimJob(
@@ -147,7 +151,7 @@ export async function claimJob(
   const { rows } = await client.query(
     `SELECT ${JOB_COLUMNS} FROM llm_batch_jobs j JOIN llm_batch_groups g USING (group_key)
       WHERE j.state = $1
-        AND ($1 = 'formed' OR j.polled_at IS NULL
+        AND (j.polled_at IS NULL
              OR j.polled_at <= now() - make_interval(secs => (g.settings->'window'->>'pollSeconds')::float8))
       ORDER BY j.polled_at NULLS FIRST, j.created_at LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
     [state],
@@ -213,9 +217,17 @@ export async function markSubmitted(
 ): Promise<void> {
   await client.query(
     `UPDATE llm_batch_jobs SET state = 'submitted', provider_batch_id = $2, input_file_id = $3,
-            provider_status = $4, submitted_at = coalesce(submitted_at, now()), polled_at = now()
+            provider_status = $4, submitted_at = coalesce(submitted_at, now()), polled_at = now(), failures = 0
       WHERE job_id = $1`,
     [jobId, batchId, fileId, status],
+  );
+}
+
+/** Records a failed send or poll: the job is tried again after its poll interval. */
+export async function markFailed(client: pg.PoolClient, jobId: string, error: string): Promise<void> {
+  await client.query(
+    'UPDATE llm_batch_jobs SET failures = failures + 1, last_error = $2, polled_at = now() WHERE job_id = $1',
+    [jobId, error.slice(0, 2_000)],
   );
 }
 
@@ -227,7 +239,7 @@ export async function markPolled(
   cancelled: boolean,
 ): Promise<void> {
   await client.query(
-    `UPDATE llm_batch_jobs SET provider_status = $2, polled_at = now(),
+    `UPDATE llm_batch_jobs SET provider_status = $2, polled_at = now(), failures = 0,
             cancel_requested_at = CASE WHEN $3 THEN coalesce(cancel_requested_at, now()) ELSE cancel_requested_at END
       WHERE job_id = $1`,
     [jobId, status, cancelled],
@@ -243,6 +255,7 @@ export async function closeJob(
   job: { jobId: string; status: string; maxSubmissions: number },
   answered: readonly string[],
   reasons: ReadonlyMap<string, string>,
+  reasonForRest = `job ended ${job.status} without this line`,
 ): Promise<void> {
   const marked = await client.query(
     `UPDATE llm_batch_lines SET state = 'answered', body = NULL WHERE job_id = $1 AND state = 'sent' AND cache_key = ANY($2::text[])`,
@@ -256,13 +269,7 @@ export async function closeJob(
        FROM (SELECT cache_key FROM llm_batch_lines WHERE job_id = $1 AND state = 'sent') AS s
        LEFT JOIN unnest($4::text[], $5::text[]) AS r(key, reason) ON r.key = s.cache_key
       WHERE l.cache_key = s.cache_key`,
-    [
-      job.jobId,
-      job.maxSubmissions,
-      `job ended ${job.status} without this line`,
-      keys,
-      keys.map((k) => reasons.get(k)!),
-    ],
+    [job.jobId, job.maxSubmissions, reasonForRest, keys, keys.map((k) => reasons.get(k)!)],
   );
   await client.query(
     `UPDATE llm_batch_jobs SET state = 'done', provider_status = $2, answered = $3, unanswered = $4, done_at = now()

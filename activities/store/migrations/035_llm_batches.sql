@@ -22,6 +22,8 @@ CREATE TABLE llm_batch_jobs (
   provider_status    text,
   answered           int,                  -- lines answered, when done
   unanswered         int,                  -- lines expired or failed, when done
+  failures           int NOT NULL DEFAULT 0, -- sends or polls that failed in a row
+  last_error         text,
   created_at         timestamptz NOT NULL DEFAULT now(),
   submitted_at       timestamptz,
   polled_at          timestamptz,

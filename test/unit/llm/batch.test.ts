@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { dispatchOnce } from '../../../activities/llm/batch/dispatcher.js';
+import { dispatchOnce, MAX_SEND_FAILURES } from '../../../activities/llm/batch/dispatcher.js';
 import { createModelClient, type ModelCall, type ModelClient } from '../../../activities/llm/index.js';
 import { getPool } from '../../../activities/store/db.js';
 import { BatchWindowSchema, type BatchWindow } from '../../../schemas/model-batch.js';
@@ -143,6 +143,26 @@ describe('model calls in provider batch jobs', () => {
     expect(answers).toHaveLength(3);
     expect(server.batches.stats.jobsCancelled).toBeGreaterThanOrEqual(1);
     expect(new Set((await ledger('b-stuck')).map((r) => r.batch_job_id)).size).toBe(1);
+    expect(billedTwice()).toBe(0);
+  });
+
+  it('a job the provider refuses is given up after its tries and its requests sent in the next job', async () => {
+    server.batches.injectFaults({ kind: 'refuse-create', role: 'judge', times: MAX_SEND_FAILURES });
+    const answers = await Promise.all(
+      Array.from({ length: 3 }, (_, i) => models.chat(judgeCall('b-refused', `refused ${i}`, window()))),
+    );
+    expect(answers.every((a) => a.message.content?.startsWith('answer to'))).toBe(true);
+    const refused = await query<{ provider_status: string; failures: number; unanswered: number }>(
+      db.url,
+      "SELECT provider_status, failures, unanswered FROM llm_batch_jobs WHERE last_error LIKE '%input file was refused%'",
+    );
+    expect(refused).toEqual([{ provider_status: 'failed', failures: MAX_SEND_FAILURES, unanswered: 3 }]);
+    const lines = await query<{ submissions: number; last_error: string }>(
+      db.url,
+      `SELECT submissions, last_error FROM llm_batch_lines WHERE cache_key IN (SELECT cache_key FROM llm_calls WHERE model = 'b-refused')`,
+    );
+    expect(lines.map((l) => l.submissions)).toEqual([2, 2, 2]);
+    expect(lines[0]!.last_error).toMatch(/not sent after 5 tries: 400 injected: the input file was refused/);
     expect(billedTwice()).toBe(0);
   });
 
