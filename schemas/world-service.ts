@@ -31,6 +31,13 @@ export const WorldServiceConfigSchema = z
         'Unset endpoints use the environment default (MOCKWORLD_MODEL_URL, else the embedded model).',
       ),
     templates: TemplatesSchema.default({ version: 'v1', overrides: {} }),
+    maxTurns: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(16)
+      .describe('OpenEnv episodes (`/ws`): agent turns before the judge scores the episode (seed: 16).'),
     ledgerRunId: z
       .string()
       .min(1)
@@ -73,3 +80,42 @@ export const JudgeRequestSchema = z
   .strict();
 
 export const CloseSessionRequestSchema = z.object({ request_id: RequestId }).strict();
+
+/**
+ * OpenEnv's reset (`{"type": "reset", "data": {...}}` on the world's `/ws`): the task to play. An
+ * `episode_id` names the trajectory; a client that reconnects with the same one gets the same
+ * answers, paying nothing twice. Other keys (OpenEnv's `seed`) are ignored, as OpenEnv's own
+ * servers ignore keys their environment does not take.
+ */
+export const OpenEnvResetSchema = z.object({
+  task_id: z.string().min(1).max(500),
+  episode_id: z
+    .string()
+    .min(1)
+    .max(150)
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional(),
+});
+
+/**
+ * OpenEnv's step: the agent's turn as an assistant message. Tool calls (the task's tools and
+ * `ask_user`) are answered; a turn without one is the final answer, which the judge scores.
+ */
+export const OpenEnvActionSchema = z
+  .object({
+    content: z.string().max(65_536).nullish(),
+    tool_calls: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1).max(200).optional(),
+            name: z.string().min(1).max(64),
+            arguments: z.union([z.string().max(65_536), z.record(z.string(), z.unknown())]).default({}),
+          })
+          .strict(),
+      )
+      .max(16)
+      .optional(),
+  })
+  .strict();
+export type OpenEnvAction = z.infer<typeof OpenEnvActionSchema>;

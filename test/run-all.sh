@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-for venv in trainer sandbox eval verl; do bash "deploy/$venv-venv.sh" || exit 1; done
+for venv in trainer sandbox eval verl openenv; do bash "deploy/$venv-venv.sh" || exit 1; done
 
 python_log=$(mktemp)
 trap 'rm -f "$python_log"' EXIT
@@ -15,7 +15,7 @@ trap 'rm -f "$python_log"' EXIT
   # The type check of the product and the tests (the client's compile-time type assertions).
   echo "── type check (tsc --noEmit) ──"
   npm run -s typecheck || status=1
-  for suite in trainer eval verl; do npm run -s "test:$suite" || status=1; done
+  for suite in trainer eval verl openenv; do npm run -s "test:$suite" || status=1; done
   exit $status
 ) >"$python_log" 2>&1 &
 python_pid=$!
@@ -23,7 +23,7 @@ python_pid=$!
 status=0
 npx vitest run --project unit --project integration || status=1
 wait "$python_pid" || status=1
-echo "── type check and Python suites (trainer, eval, verl) ──"
+echo "── type check and Python suites (trainer, eval, verl, openenv) ──"
 cat "$python_log"
 npx vitest run --project integration-alone || status=1
 exit $status

@@ -24,6 +24,7 @@ compile deploy/locks/trainer.txt deploy/trainer-requirements.txt
 compile deploy/locks/sandbox.txt deploy/sandbox-requirements.txt
 compile deploy/locks/verl.txt deploy/verl-requirements.txt
 compile deploy/locks/datasets.txt deploy/datasets-requirements.txt
+compile deploy/locks/openenv.txt deploy/openenv-requirements.txt
 
 # The evaluation worker's closure is installed unresolved (--no-deps): its lock is the pyproject's
 # own list, which already names every package at an exact version.

@@ -33,6 +33,7 @@ const pipelines = [
   { text: 'Adding a benchmark', link: '/adding-a-benchmark' },
   { text: 'The paper preset', link: '/paper-preset' },
   { text: 'Train with verl', link: '/verl' },
+  { text: 'OpenEnv and TRL', link: '/openenv' },
 ];
 const operations = [
   { text: 'On a cluster', link: '/cluster' },

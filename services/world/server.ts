@@ -15,6 +15,7 @@ import {
 import { authorizationCheck, HttpError, readBody, sendJson } from '../http/json-http.js';
 import { listenMeasured } from '../http/request-metrics.js';
 import { WorldServiceAccessError } from './errors.js';
+import { attachOpenEnv } from './openenv.js';
 import {
   askUser,
   callTool,
@@ -33,6 +34,7 @@ import {
  *   POST /v1/sessions/{id}/judge             {request_id, messages}      → {reward, ...}
  *   POST /v1/sessions/{id}/close             {request_id}                → {closed}
  *   GET  /health
+ *   WS   /ws                                  OpenEnv's environment protocol (openenv.ts)
  *
  * Every POST is idempotent by `request_id`. A malformed request is a 4xx saying what is wrong; a
  * model that fails (the judge above all) is a 502, never a made-up answer or score.
@@ -132,12 +134,24 @@ export async function startWorldServer(options: WorldServerOptions): Promise<Wor
       },
     );
   });
-  return listenMeasured(
+  const closeEpisodes = attachOpenEnv(server, deps, {
+    authorized,
+    maxPayloadBytes: maxBodyBytes,
+    maxTurns: options.config.maxTurns,
+  });
+  const serving = await listenMeasured(
     server,
     { service: 'world', routeOf: routeLabel, metricsAddress: options.metricsAddress },
     options.port,
     host,
   );
+  return {
+    ...serving,
+    async close() {
+      closeEpisodes();
+      await serving.close();
+    },
+  };
 }
 
 /** A request's route for the metrics: the path's shape, without session ids or tool names. */
