@@ -35,7 +35,7 @@ interface Episode {
   readonly episodeId: string;
   readonly sessionId: string;
   readonly taskId: string;
-  readonly messages: ChatMessage[];
+  messages: ChatMessage[];
   steps: number;
   done: boolean;
 }
@@ -95,18 +95,23 @@ class Connection {
     };
   }
 
+  /**
+   * One agent turn. The episode takes the turn only once it is answered: a step that failed (a
+   * model behind the world did) can be sent again, and its world calls, keyed by the turn, are
+   * answered from what was stored.
+   */
   async step(data: unknown): Promise<StepReply> {
     const episode = this.episode;
     if (!episode) throw new ProtocolError('SESSION_ERROR', 'no episode: send a reset with a task_id first');
     if (episode.done) throw new ProtocolError('SESSION_ERROR', 'the episode is done: reset to play another');
     const action = parse(OpenEnvActionSchema, data);
-    const turn = ++episode.steps;
+    const turn = episode.steps + 1;
     const calls = (action.tool_calls ?? []).map((call, i) => ({
       id: call.id ?? `call_${turn}_${i}`,
       name: call.name,
       arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
     }));
-    episode.messages.push({
+    const said: ChatMessage = {
       role: 'assistant',
       content: action.content ?? '',
       ...(calls.length
@@ -118,8 +123,7 @@ class Connection {
             })),
           }
         : {}),
-    });
-    if (calls.length === 0) return this.finish(episode, []);
+    };
     const answers: ChatMessage[] = [];
     let userStopped = false;
     for (const [i, call] of calls.entries()) {
@@ -127,9 +131,14 @@ class Connection {
       const content = await this.answer(episode, call, requestId, () => (userStopped = true));
       answers.push({ role: 'tool', tool_call_id: call.id, content });
     }
-    episode.messages.push(...answers);
-    if (userStopped || turn >= this.maxTurns) return this.finish(episode, answers);
-    return { observation: { messages: answers, turn }, reward: null, done: false };
+    const transcript = [...episode.messages, said, ...answers];
+    const reply =
+      calls.length === 0 || userStopped || turn >= this.maxTurns
+        ? await this.finish(episode, transcript, answers, turn)
+        : { observation: { messages: answers, turn }, reward: null, done: false };
+    episode.messages = transcript;
+    episode.steps = turn;
+    return reply;
   }
 
   /** A tool's answer, or the simulated user's for `ask_user` (`stopped` when the user ends the talk). */
@@ -155,18 +164,19 @@ class Connection {
   }
 
   /** Ends the episode: the judge scores the whole transcript against the task's rubric. */
-  private async finish(episode: Episode, answers: ChatMessage[]): Promise<StepReply> {
+  private async finish(
+    episode: Episode,
+    transcript: ChatMessage[],
+    answers: ChatMessage[],
+    turn: number,
+  ): Promise<StepReply> {
     const judged = await judgeSession(this.deps, episode.sessionId, {
       request_id: `${episode.episodeId}/judge`,
-      messages: episode.messages,
+      messages: transcript,
     });
-    episode.done = true;
     await closeSession(this.deps, episode.sessionId, { request_id: `${episode.episodeId}/close` });
-    return {
-      observation: { messages: answers, turn: episode.steps, judgement: judged },
-      reward: judged.reward,
-      done: true,
-    };
+    episode.done = true;
+    return { observation: { messages: answers, turn, judgement: judged }, reward: judged.reward, done: true };
   }
 
   state(): Record<string, unknown> {

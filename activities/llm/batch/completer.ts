@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { getPool } from '../../store/db.js';
 import { cacheKey, identifyCall } from '../cache-key.js';
 import { findCall, resultOfStored } from '../call-store.js';
-import type { ChatResult, ModelCall } from '../types.js';
+import type { CallCompleter } from '../model-client.js';
 import { chatRequestBody } from '../upstream.js';
 import { dispatchOnce } from './dispatcher.js';
 import {
@@ -21,9 +21,6 @@ import {
  * unanswered). Whoever waits also drives the jobs (dispatcher.ts), so the machinery runs exactly
  * while some process needs an answer, and a retried activity finds its request where it left it.
  */
-
-/** The online path for calls the batch rule sends online. */
-type Online = (call: ModelCall, responseFormat?: unknown) => Promise<ChatResult>;
 
 /** Dispatcher passes that failed in a row before the waiting calls fail with the last error. */
 const MAX_FAILED_PASSES = 10;
@@ -138,7 +135,7 @@ function waitingOn(pool: pg.Pool): Waiting {
 }
 
 /** Completes calls that carry a batch window through batch jobs; the rest through `online`. */
-export function createBatchCompleter(databaseUrl: string, online: Online): Online {
+export function createBatchCompleter(databaseUrl: string, online: CallCompleter): CallCompleter {
   return async (call, responseFormat) => {
     const window = call.batch;
     if (!window) return online(call, responseFormat);

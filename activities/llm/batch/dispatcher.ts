@@ -37,10 +37,20 @@ import {
  */
 export async function dispatchOnce(pool: pg.Pool): Promise<void> {
   await formDueJobs(pool);
-  while (await inTransaction(pool, submitOne)) {
+  // Each job at most once per pass, however short its poll interval.
+  const handled: string[] = [];
+  const next = (state: 'formed' | 'submitted', step: (client: pg.PoolClient, job: JobRow) => Promise<void>) =>
+    inTransaction(pool, async (client) => {
+      const job = await claimJob(client, state, handled);
+      if (!job) return false;
+      handled.push(job.jobId);
+      await step(client, job);
+      return true;
+    });
+  while (await next('formed', submitOne)) {
     /* every formed job */
   }
-  while (await inTransaction(pool, (client) => pollOne(pool, client))) {
+  while (await next('submitted', (client, job) => pollOne(pool, client, job))) {
     /* every job due for a poll */
   }
 }
@@ -58,9 +68,7 @@ async function formDueJobs(pool: pg.Pool): Promise<void> {
 /** Failed sends of one job after which it is given up, its requests queued again (or online). */
 export const MAX_SEND_FAILURES = 5;
 
-async function submitOne(client: pg.PoolClient): Promise<boolean> {
-  const job = await claimJob(client, 'formed');
-  if (!job) return false;
+async function submitOne(client: pg.PoolClient, job: JobRow): Promise<void> {
   const provider = providerClient(job.settings.endpoint);
   try {
     const batch =
@@ -70,7 +78,6 @@ async function submitOne(client: pg.PoolClient): Promise<boolean> {
   } catch (error) {
     await giveUpOrRetry(client, provider, job, error);
   }
-  return true;
 }
 
 /**
@@ -101,16 +108,11 @@ async function giveUpOrRetry(
   );
 }
 
-async function pollOne(pool: pg.Pool, client: pg.PoolClient): Promise<boolean> {
-  const job = await claimJob(client, 'submitted');
-  if (!job) return false;
+async function pollOne(pool: pg.Pool, client: pg.PoolClient, job: JobRow): Promise<void> {
   const provider = providerClient(job.settings.endpoint);
   try {
     const batch = await provider.batches.retrieve(job.providerBatchId!);
-    if (FINAL_STATES.has(batch.status)) {
-      await takeIn(pool, client, provider, job, batch);
-      return true;
-    }
+    if (FINAL_STATES.has(batch.status)) return await takeIn(pool, client, provider, job, batch);
     const runningSeconds = Date.now() / 1000 - (job.submittedAtSeconds ?? job.createdAtSeconds);
     const overdue = runningSeconds > job.settings.window.maxJobMinutes * 60;
     // Cancelled once; a cancelled job ends `cancelled`, keeping what it answered.
@@ -121,7 +123,6 @@ async function pollOne(pool: pg.Pool, client: pg.PoolClient): Promise<boolean> {
     // are taken in when the provider answers again.
     await markFailed(client, job.jobId, error instanceof Error ? error.message : String(error));
   }
-  return true;
 }
 
 /**

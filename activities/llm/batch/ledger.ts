@@ -141,20 +141,22 @@ function jobOf(row: Record<string, unknown>): JobRow {
 }
 
 /**
- * Locks one job to send (`formed`) or to poll (`submitted`), not tried within its poll interval,
- * for the rest of the transaction; other processes skip it.
+ * Locks one job to send (`formed`) or to poll (`submitted`), not tried within its poll interval
+ * and not in `skip` (the jobs this pass handled already), for the rest of the transaction; other
+ * processes skip it.
  */
 export async function claimJob(
   client: pg.PoolClient,
   state: 'formed' | 'submitted',
+  skip: readonly string[] = [],
 ): Promise<JobRow | undefined> {
   const { rows } = await client.query(
     `SELECT ${JOB_COLUMNS} FROM llm_batch_jobs j JOIN llm_batch_groups g USING (group_key)
-      WHERE j.state = $1
+      WHERE j.state = $1 AND NOT (j.job_id = ANY($2::text[]))
         AND (j.polled_at IS NULL
              OR j.polled_at <= now() - make_interval(secs => (g.settings->'window'->>'pollSeconds')::float8))
       ORDER BY j.polled_at NULLS FIRST, j.created_at LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
-    [state],
+    [state, skip],
   );
   return rows[0] ? jobOf(rows[0]) : undefined;
 }
