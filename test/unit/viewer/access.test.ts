@@ -118,7 +118,9 @@ describe('the viewer boundaries', () => {
     expect(page).toMatch(
       /<td>teacher<\/td>\s*<td>2<\/td>\s*<td>0<\/td>\s*<td>2000<\/td>\s*<td>1000<\/td>\s*<td>\$0\.75<\/td>/,
     );
-    expect(page).toMatch(/<td>judge<\/td>\s*<td>1<\/td>\s*<td>0<\/td>\s*<td>1000<\/td>\s*<td>500<\/td>\s*<td>—<\/td>/);
+    expect(page).toMatch(
+      /<td>judge<\/td>\s*<td>1<\/td>\s*<td>0<\/td>\s*<td>1000<\/td>\s*<td>500<\/td>\s*<td>—<\/td>/,
+    );
     expect(page).toMatch(
       /<td><b>run<\/b><\/td>\s*<td>3<\/td>\s*<td>0<\/td>\s*<td>3000<\/td>\s*<td>1500<\/td>\s*<td>\$0\.75<\/td>/,
     );
