@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { WorldServiceConfigSchema } from '../../schemas/world-service.js';
-import { startWorldServer, type WorldServer } from '../../services/world/server.js';
+import type { WorldServer } from '../../services/world/server.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { startScriptedWorld } from '../../testkit/world-fixture.js';
 
 const RUN = 'openenv-protocol';
 const AUTH = 'openenv-world-secret-0123456789';
@@ -39,18 +39,11 @@ describe("the world's OpenEnv protocol", () => {
     db = await createTestDatabase();
     await insertFixtureTasks(db.url, { synthesisRunId: RUN, count: 1 });
     models = await startModelServer({ script: grpoFixtureScript });
-    // No retries: an injected judge failure fails the step at once.
-    const endpoint = { baseUrl: models.url, model: 'scripted', maxRetries: 0 };
-    world = await startWorldServer({
-      databaseUrl: db.url,
-      config: WorldServiceConfigSchema.parse({
-        models: { toolSimulator: { endpoint }, userSimulator: { endpoint }, judge: { endpoint } },
-        ledgerRunId: 'openenv-protocol',
-        maxTurns: 3,
-      }),
-      port: 0,
-      host: '127.0.0.1',
+    world = await startScriptedWorld(db.url, models, {
+      ledgerRunId: 'openenv-protocol',
       authorization: AUTH,
+      maxTurns: 3,
+      endpoint: { maxRetries: 0 }, // an injected judge failure fails the step at once
     });
   });
   afterAll(async () => {

@@ -5,11 +5,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../deploy/paths.js';
-import { WorldServiceConfigSchema } from '../../schemas/world-service.js';
-import { startWorldServer, type WorldServer } from '../../services/world/server.js';
+import type { WorldServer } from '../../services/world/server.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { fixtureTaskId, grpoFixtureScript, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
+import { startScriptedWorld } from '../../testkit/world-fixture.js';
 
 const exec = promisify(execFile);
 const RUN = 'openenv-fixture';
@@ -66,15 +66,7 @@ describe('the world over OpenEnv', () => {
     db = await createTestDatabase();
     await insertFixtureTasks(db.url, { synthesisRunId: RUN, count: 2 });
     models = await startModelServer({ script: grpoFixtureScript });
-    const endpoint = { baseUrl: models.url, model: 'scripted' };
-    world = await startWorldServer({
-      databaseUrl: db.url,
-      config: WorldServiceConfigSchema.parse({
-        models: { toolSimulator: { endpoint }, userSimulator: { endpoint }, judge: { endpoint } },
-        ledgerRunId: 'openenv-test',
-      }),
-      port: 0,
-    });
+    world = await startScriptedWorld(db.url, models, { ledgerRunId: 'openenv-test' });
     await venv;
   }, 900_000);
   afterAll(async () => {

@@ -11,11 +11,11 @@ import { rubricReward } from '../../activities/reward/index.js';
 import { getPool } from '../../activities/store/db.js';
 import { agentSystemPrompt, ASK_USER_TOOL } from '../../activities/world/index.js';
 import { REPO_ROOT } from '../../deploy/paths.js';
-import { WorldServiceConfigSchema } from '../../schemas/world-service.js';
-import { startWorldServer, type WorldServer } from '../../services/world/server.js';
+import type { WorldServer } from '../../services/world/server.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { fixtureTaskId, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
 import { startModelServer, type ModelServer, type ScriptedRequest } from '../../testkit/model-server.js';
+import { startScriptedWorld } from '../../testkit/world-fixture.js';
 
 const exec = promisify(execFile);
 const RUN = 'verl-fixture';
@@ -166,16 +166,7 @@ describe('the verl adapter', () => {
       ],
       latencyMs: 50, // long enough for the two trajectories' calls to overlap
     });
-    const endpoint = { baseUrl: models.url, model: 'scripted' };
-    world = await startWorldServer({
-      databaseUrl: db.url,
-      config: WorldServiceConfigSchema.parse({
-        models: { toolSimulator: { endpoint }, userSimulator: { endpoint }, judge: { endpoint } },
-        ledgerRunId: 'verl-test',
-      }),
-      port: 0,
-      authorization: AUTH,
-    });
+    world = await startScriptedWorld(db.url, models, { ledgerRunId: 'verl-test', authorization: AUTH });
     await venv;
     const result = await probe('group-0', 2);
     expect(result.row_keys).toEqual(expect.arrayContaining(['raw_prompt', 'extra_info', 'tools_kwargs']));

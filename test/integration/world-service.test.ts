@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rubricReward } from '../../activities/reward/index.js';
-import { WorldServiceConfigSchema } from '../../schemas/world-service.js';
-import { startWorldServer, type WorldServer } from '../../services/world/server.js';
+import type { WorldServer } from '../../services/world/server.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { fixtureTaskId, insertFixtureTasks } from '../../testkit/grpo-fixture.js';
 import { startModelServer, type ModelServer, type ScriptedRequest } from '../../testkit/model-server.js';
 import { freePort } from '../../testkit/ports.js';
 import { sampleValue, scrape } from '../../testkit/prometheus.js';
+import { startScriptedWorld } from '../../testkit/world-fixture.js';
 
 const RUN = 'world-fixture';
 const TASK = fixtureTaskId(RUN, 0);
@@ -65,15 +65,9 @@ describe('the world service', () => {
       ],
       latencyMs: 50, // long enough for concurrent calls to overlap
     });
-    const endpoint = { baseUrl: models.url, model: 'scripted' };
     metricsAddress = `127.0.0.1:${await freePort()}`;
-    world = await startWorldServer({
-      databaseUrl: db.url,
-      config: WorldServiceConfigSchema.parse({
-        models: { toolSimulator: { endpoint }, userSimulator: { endpoint }, judge: { endpoint } },
-        ledgerRunId: 'world-test',
-      }),
-      port: 0,
+    world = await startScriptedWorld(db.url, models, {
+      ledgerRunId: 'world-test',
       authorization: AUTH,
       metricsAddress,
     });
