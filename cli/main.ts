@@ -48,7 +48,8 @@ const USAGE = `mockworld: durable ML pipelines on Temporal
                                         decrypt payloads for the Temporal UI (needs MOCKWORLD_PAYLOAD_KEY)
   mockworld world [--config world.yaml] [--port N] [--host H]
                                         the world service for external RL frameworks (verl): sessions,
-                                        task tools, ask_user and the judge over HTTP (127.0.0.1:11438)
+                                        task tools, ask_user and the judge over HTTP (127.0.0.1:11438),
+                                        and as an OpenEnv environment on /ws (TRL, OpenEnv clients)
   mockworld gateway [--port N] [--host H]
                                         model gateway: finishes and records every paid model call even
                                         when the worker that asked dies (workers: MOCKWORLD_MODEL_GATEWAY_URL)

@@ -37,7 +37,7 @@ export async function worldService(values: {
     authorization: env.MOCKWORLD_WORLD_AUTH,
     metricsAddress: env.MOCKWORLD_METRICS_ADDRESS,
   });
-  console.log(`world service listening on ${server.url}`);
+  console.log(`world service listening on ${server.url} (OpenEnv: ${server.url.replace(/^http/, 'ws')}/ws)`);
   if (env.MOCKWORLD_METRICS_ADDRESS)
     console.error(`metrics: http://${env.MOCKWORLD_METRICS_ADDRESS}/metrics`);
   console.error(
