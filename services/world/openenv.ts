@@ -253,11 +253,16 @@ export function attachOpenEnv(
     const refuse = (status: string) => {
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
     };
+    // A client that goes away mid-handshake must not take the service down with an unhandled error.
+    socket.on('error', () => socket.destroy());
     if ((req.url ?? '/').split('?')[0] !== '/ws') return refuse('404 Not Found');
     if (!options.authorized(req.headers.authorization)) return refuse('401 Unauthorized');
     if (req.headers.origin !== undefined) return refuse('403 Forbidden');
     wss.handleUpgrade(req, socket, head, (ws) => {
       const connection = new Connection(deps, options.maxTurns);
+      // A message over maxPayload or a broken frame ends this connection (ws closes it with 1009 or
+      // 1002); it must not become an unhandled error of the service.
+      ws.on('error', () => ws.terminate());
       let queue = Promise.resolve();
       ws.on('message', (raw) => {
         queue = queue.then(() => reply(connection, ws, raw.toString()));

@@ -99,6 +99,20 @@ describe("the world's OpenEnv protocol", () => {
     client.close();
   });
 
+  it('closes a connection whose message is over the size bound, and goes on serving', async () => {
+    const socket = new WebSocket(`${world.url.replace(/^http/, 'ws')}/ws`, {
+      headers: { authorization: AUTH },
+    });
+    await new Promise((resolve) => socket.once('open', resolve));
+    const closed = new Promise<number>((resolve) => socket.once('close', resolve));
+    socket.on('error', () => undefined); // the server's close of an over-size message
+    socket.send('x'.repeat(17 * 1024 * 1024));
+    expect(await closed).toBe(1009);
+    const client = await connect(world);
+    expect((await client.ask({ type: 'state' })).type).toBe('state');
+    client.close();
+  });
+
   it("ends the episode at the world's maxTurns with the judge's reward", async () => {
     const client = await connect(world);
     await client.ask({ type: 'reset', data: { task_id: fixtureTaskId(RUN, 0) } });
