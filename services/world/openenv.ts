@@ -128,8 +128,9 @@ class Connection {
     let userStopped = false;
     for (const [i, call] of calls.entries()) {
       const requestId = `${episode.episodeId}/${turn}/${i}`;
-      const content = await this.answer(episode, call, requestId, () => (userStopped = true));
+      const { content, stop } = await this.answer(episode, call, requestId);
       answers.push({ role: 'tool', tool_call_id: call.id, content });
+      userStopped ||= stop;
     }
     const transcript = [...episode.messages, said, ...answers];
     const reply =
@@ -141,26 +142,23 @@ class Connection {
     return reply;
   }
 
-  /** A tool's answer, or the simulated user's for `ask_user` (`stopped` when the user ends the talk). */
+  /** A tool's answer, or the simulated user's for `ask_user` (`stop` when the user ends the talk). */
   private async answer(
     episode: Episode,
     call: { name: string; arguments: string },
     requestId: string,
-    stopped: () => void,
-  ): Promise<string> {
+  ): Promise<{ content: string; stop: boolean }> {
     if (call.name !== ASK_USER_TOOL_NAME) {
-      return (
-        await callTool(this.deps, episode.sessionId, call.name, {
-          request_id: requestId,
-          arguments: call.arguments,
-        })
-      ).content;
+      const args = { request_id: requestId, arguments: call.arguments };
+      return {
+        content: (await callTool(this.deps, episode.sessionId, call.name, args)).content,
+        stop: false,
+      };
     }
     const question = questionOf(call.arguments);
-    if (!question) return 'ask_user needs {"question": "<what to ask the user>"}';
+    if (!question) return { content: 'ask_user needs {"question": "<what to ask the user>"}', stop: false };
     const reply = await askUser(this.deps, episode.sessionId, { request_id: requestId, question });
-    if (reply.stop) stopped();
-    return reply.answer;
+    return { content: reply.answer, stop: reply.stop };
   }
 
   /** Ends the episode: the judge scores the whole transcript against the task's rubric. */

@@ -3,14 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { registerSearchAttributes } from '../../deploy/search-attributes.js';
-import { startDevServer, type DevServer, type DevServerOptions } from '../../deploy/temporal-dev-server.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
-import { freePort } from '../../testkit/ports.js';
 import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../../testkit/synthesis-script.js';
 import { eventually } from '../../testkit/temporal.js';
 import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
+import { startOwnTemporal, type OwnTemporal } from '../../testkit/own-temporal.js';
 
 const TASKS = 6;
 const WORKFLOW_ID = 'synthesis-batch-vs-online';
@@ -23,8 +21,7 @@ const WORKFLOW_ID = 'synthesis-batch-vs-online';
  */
 describe('a Synthesis run with batch judges', () => {
   let dir: string;
-  let options: DevServerOptions;
-  let temporal: DevServer;
+  let temporal: OwnTemporal;
   let models: ModelServer;
   let online: TestDatabase;
   let batch: TestDatabase;
@@ -34,16 +31,7 @@ describe('a Synthesis run with batch judges', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-batch-'));
     await writeFile(path.join(dir, 'personas.jsonl'), scriptedPersonas(TASKS, false));
-    options = {
-      cli: inject('temporalCli'),
-      port: await freePort(),
-      dbFile: path.join(dir, 'temporal.db'),
-      logFile: path.join(dir, 'temporal.log'),
-    };
-    temporal = await startDevServer(options);
-    const connection = await Connection.connect({ address: temporal.address });
-    await registerSearchAttributes(connection, 'default');
-    await connection.close();
+    temporal = await startOwnTemporal(inject('temporalCli'), dir);
     models = await startModelServer({ script: synthesisScript });
     [online, batch] = await Promise.all([
       createTestDatabase('mw_batch_online'),
@@ -131,10 +119,7 @@ describe('a Synthesis run with batch judges', () => {
       120_000,
       100,
     );
-    const exited = new Promise((resolve) => temporal.process.once('exit', resolve));
-    temporal.process.kill('SIGKILL');
-    await exited;
-    temporal = await startDevServer(options);
+    await temporal.crashAndRestart();
 
     const batchSummary = await second.handle.result();
     // The kill cut activities that were waiting on a job: some task retried one.

@@ -1,36 +1,23 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { registerSearchAttributes } from '../../deploy/search-attributes.js';
-import { startDevServer, type DevServer, type DevServerOptions } from '../../deploy/temporal-dev-server.js';
 import { statusQuery } from '../../workflows/controls.js';
 import { createTestDatabase, type TestDatabase } from '../../testkit/database.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
-import { freePort } from '../../testkit/ports.js';
 import { eventually, startTestWorker, type TestWorker } from '../../testkit/temporal.js';
+import { startOwnTemporal, type OwnTemporal } from '../../testkit/own-temporal.js';
 
 describe('the Temporal server restarted mid-run', () => {
   let dir: string;
-  let options: DevServerOptions;
-  let server: DevServer;
+  let server: OwnTemporal;
   let db: TestDatabase;
   let models: ModelServer;
   let tw: TestWorker;
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'mockworld-restart-'));
-    options = {
-      cli: inject('temporalCli'),
-      port: await freePort(),
-      dbFile: path.join(dir, 'temporal.db'),
-      logFile: path.join(dir, 'temporal.log'),
-    };
-    server = await startDevServer(options);
-    const connection = await Connection.connect({ address: server.address });
-    await registerSearchAttributes(connection, 'default');
-    await connection.close();
+    server = await startOwnTemporal(inject('temporalCli'), dir);
     db = await createTestDatabase();
     models = await startModelServer({ latencyMs: 700 });
     tw = await startTestWorker(server.address, db.url);
@@ -58,10 +45,7 @@ describe('the Temporal server restarted mid-run', () => {
     });
     await eventually(async () => (await handle.query(statusQuery)).done >= 2);
 
-    const exited = new Promise((resolve) => server.process.once('exit', resolve));
-    server.process.kill('SIGKILL');
-    await exited;
-    server = await startDevServer(options);
+    await server.crashAndRestart();
 
     const summary = await handle.result();
     expect(summary).toMatchObject({ steps });

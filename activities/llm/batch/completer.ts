@@ -72,14 +72,13 @@ class Waiting {
   private sleep(ms: number): Promise<void> {
     this.sleepingMs = ms;
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.wake = undefined;
-        self.sleepingMs = Infinity;
+        this.wake = undefined;
+        this.sleepingMs = Infinity;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.wake = done;
     });
   }

@@ -18,6 +18,7 @@ import {
   markSubmitted,
   sentLines,
   type JobRow,
+  type SentLine,
 } from './ledger.js';
 import {
   createJobBatch,
@@ -177,8 +178,6 @@ function failureOf(result: ResultLine): string {
     return `status ${result.response.status_code}: ${JSON.stringify(result.response.body).slice(0, 400)}`;
   return 'no answer';
 }
-
-type SentLine = ReturnType<Awaited<ReturnType<typeof sentLines>>['get']> & object;
 
 /** The ledger row of one answered line, priced at the endpoint's prices times the batch discount. */
 function paidCall(job: JobRow, cacheKey: string, line: SentLine, completion: ChatCompletion): NewCall {

@@ -173,22 +173,17 @@ export async function jobLines(
   return rows.map((r) => ({ customId: r.cache_key, body: r.body }));
 }
 
+/** A line of a job that the job has not answered yet: what its ledger row is made from. */
+export interface SentLine {
+  readonly identity: CallIdentity;
+  readonly runId: string | null;
+  readonly role: string | null;
+  readonly waitedMs: number;
+  readonly submissions: number;
+}
+
 /** The identity, payer and queueing time of each still-sent line of a job. */
-export async function sentLines(
-  client: pg.PoolClient,
-  jobId: string,
-): Promise<
-  Map<
-    string,
-    {
-      identity: CallIdentity;
-      runId: string | null;
-      role: string | null;
-      waitedMs: number;
-      submissions: number;
-    }
-  >
-> {
+export async function sentLines(client: pg.PoolClient, jobId: string): Promise<Map<string, SentLine>> {
   const { rows } = await client.query(
     `SELECT cache_key, identity, run_id, role, submissions,
             (extract(epoch FROM now() - enqueued_at) * 1000)::float8 AS waited
