@@ -95,10 +95,11 @@ describe('GRPO with a judge that fails its controls', () => {
       workflowId: runId,
     });
     // Iteration 0's task: its two controls failed (the empty transcript credited, the violation
-    // not flagged). The run holds before iteration 1.
+    // not flagged). The run holds before iteration 1. It pauses while it records why, just before
+    // it counts iteration 0 done, so a query in between sees it paused with 0 done.
     const status = await eventually(async () => {
       const s = await handle.query(statusQuery);
-      return s.state === 'paused' ? s : undefined;
+      return s.state === 'paused' && s.done === 1 ? s : undefined;
     }, 120_000);
     const reason =
       'judge unreliable: it graded 0 of 2 control transcripts right (0%, below 90%), so its rewards ' +
