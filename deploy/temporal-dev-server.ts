@@ -10,6 +10,8 @@ export interface DevServerOptions {
   readonly cli: string;
   /** Frontend gRPC port. */
   readonly port: number;
+  /** Address the frontend listens on. Default 127.0.0.1 (loopback only). */
+  readonly ip?: string;
   /** Web UI port; omitted = headless. */
   readonly uiPort?: number;
   /** Remote codec endpoint the UI decodes payloads through (encrypted payloads); omitted = none. */
@@ -36,13 +38,13 @@ export interface DevServer {
  * mockworld starts.
  */
 export function devServerArgs(
-  options: Pick<DevServerOptions, 'port' | 'uiPort' | 'dbFile' | 'uiCodecEndpoint'>,
+  options: Pick<DevServerOptions, 'port' | 'ip' | 'uiPort' | 'dbFile' | 'uiCodecEndpoint'>,
 ): string[] {
   const args = [
     'server',
     'start-dev',
     '--ip',
-    '127.0.0.1',
+    options.ip ?? '127.0.0.1',
     '--port',
     String(options.port),
     '--db-filename',
@@ -77,7 +79,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   closeSync(log);
   if (options.detached) child.unref();
 
-  const address = `127.0.0.1:${options.port}`;
+  const address = `${options.ip ?? '127.0.0.1'}:${options.port}`;
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
   await waitForFrontend(address, 60_000, () =>

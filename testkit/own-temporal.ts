@@ -15,20 +15,31 @@ export interface OwnTemporal {
   stop(): Promise<void>;
 }
 
-/** Starts a dev server with its state in `dir` and mockworld's search attributes registered. */
-export async function startOwnTemporal(cli: string, dir: string): Promise<OwnTemporal> {
+/**
+ * Starts a dev server with its state in `dir` and mockworld's search attributes registered, on
+ * loopback, or for the hosts of a test host network (testkit/hosts.ts) at `serverAddress`. That
+ * one listens on every address of the caller's namespace: the dev server (CLI 1.x) binds its
+ * internal services to `--ip` but dials them on 127.0.0.1, so any other single address breaks it.
+ */
+export async function startOwnTemporal(
+  cli: string,
+  dir: string,
+  serverAddress?: string,
+): Promise<OwnTemporal> {
   const options: DevServerOptions = {
     cli,
     port: await freePort(),
+    ...(serverAddress ? { ip: '0.0.0.0' } : {}),
     dbFile: path.join(dir, 'temporal.db'),
     logFile: path.join(dir, 'temporal.log'),
   };
   let server: DevServer = await startDevServer(options);
-  const connection = await Connection.connect({ address: server.address });
+  const address = serverAddress ? `${serverAddress}:${options.port}` : server.address;
+  const connection = await Connection.connect({ address });
   await registerSearchAttributes(connection, 'default');
   await connection.close();
   return {
-    address: server.address,
+    address,
     async crashAndRestart() {
       const exited = new Promise((resolve) => server.process.once('exit', resolve));
       server.process.kill('SIGKILL');

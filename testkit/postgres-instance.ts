@@ -13,7 +13,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, rmSync } from 'node:fs';
-import { chown, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { appendFile, chown, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -31,6 +31,11 @@ export interface PostgresInstanceOptions {
   /** Server settings (`-c name=value`) on top of the defaults below. */
   readonly settings?: Readonly<Record<string, string>>;
   readonly log?: (line: string) => void;
+  /**
+   * Serve a test host network (testkit/hosts.ts) too: listen on `address` besides 127.0.0.1 and
+   * trust connections from `allow` (CIDR), the hosts' subnet.
+   */
+  readonly network?: { readonly address: string; readonly allow: string };
 }
 
 /** A running (or stopped, between `stop` and `start`) instance. */
@@ -104,6 +109,7 @@ export async function startPostgresInstance(
   const startOnce = async () => {
     const settings = {
       ...DEFAULT_SETTINGS,
+      ...(options.network ? { listen_addresses: `127.0.0.1,${options.network.address}` } : {}),
       ...options.settings,
       port: String(port),
       unix_socket_directories: socketDir,
@@ -178,6 +184,8 @@ export async function startPostgresInstance(
       throw new Error(`initdb in ${dataDir} failed: ${error.stderr || error.message}`);
     });
     void init;
+    if (options.network)
+      await appendFile(path.join(dataDir, 'pg_hba.conf'), `host all all ${options.network.allow} trust\n`);
     // The port was free a moment ago; another process may take it first: try a few.
     for (let attempt = 1; ; attempt++) {
       port = await freePort();

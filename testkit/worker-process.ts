@@ -10,10 +10,16 @@ export interface WorkerProcess {
 
 /**
  * Starts `workers/cpu-worker.ts` (or another worker entry of the repository, named without its
- * extension) as a separate process with the given environment.
+ * extension) as a separate process with the given environment; `launcher` runs it through a
+ * command prefix, e.g. a test host's `ip netns exec <ns>` (testkit/hosts.ts).
  */
-export function startWorkerProcess(env: Record<string, string>, entry = 'workers/cpu-worker'): WorkerProcess {
-  const child = spawn(process.execPath, nodeEntryArgs(entry), {
+export function startWorkerProcess(
+  env: Record<string, string>,
+  entry = 'workers/cpu-worker',
+  launcher: readonly string[] = [],
+): WorkerProcess {
+  const [command, ...args] = [...launcher, process.execPath, ...nodeEntryArgs(entry)];
+  const child = spawn(command!, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
