@@ -24,6 +24,7 @@ import { parseSpecOfKind } from '../schemas/specs.js';
 import { createTestDatabase, type TestDatabase } from '../testkit/database.js';
 import type { ModelServerStats } from '../testkit/model-server.js';
 import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../testkit/synthesis-script.js';
+import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
 import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin.js';
 import type { SynthesisSummary } from '../workflows/synthesis.js';
 import { taskIdOf, type SynthesisTaskResult } from '../workflows/synthesis-task.js';
@@ -389,7 +390,7 @@ async function main(): Promise<void> {
         taskQueue,
         workflowBundle,
         plugins: [new MockworldPlugin({ databaseUrl: tdb.url })],
-        maxConcurrentActivityTaskExecutions: 512,
+        ...CPU_WORKER_TUNING,
       });
       const running = worker.run();
       const stopWorker = onCleanup(`worker ${taskQueue}`, async () => {
@@ -539,7 +540,7 @@ async function main(): Promise<void> {
     modelMaxConcurrency: MODEL_MAX_CONCURRENCY,
     totalBenchSeconds: (performance.now() - startedAt) / 1000,
     notes: [
-      'temporal: Synthesis workflow on a CLI dev server (SQLite file) started by the bench, in-process worker with MockworldPlugin (maxConcurrentActivityTaskExecutions 512), fresh database; wall = start → result.',
+      'temporal: Synthesis workflow on a CLI dev server (SQLite file) started by the bench, in-process worker with MockworldPlugin and the CPU worker’s settings (CPU_WORKER_TUNING: 512 activity slots, 64 eager reservations), fresh database; wall = start → result.',
       'plain: the same activities from createActivities called in SynthesisTask order with the same concurrency, each call in a MockActivityEnvironment, fresh database; wall = recordRunStart → finishSynthesis.',
       'temporalOverheadMsPerTask = (temporal wall − plain wall) / tasks.',
       'temporalCpuOverheadMsPerTask = (CPU of the bench process + dev server during the Temporal run − CPU of the bench process during the plain run) / tasks; PostgreSQL CPU not counted.',

@@ -5,6 +5,7 @@ import { storableJson, storableText } from '../store/storable.js';
 import { Batcher } from './batcher.js';
 import type { CallIdentity } from './cache-key.js';
 import type { ChatCompletionMessage, ChatResult, RoleUsage } from './types.js';
+import { RUN_OF_CALL } from './spend.js';
 
 /** What the store keeps of an answer: the message untouched and why generation stopped. */
 export interface StoredResponse {
@@ -286,7 +287,7 @@ export async function queryUsageByRole(pool: pg.Pool, runId: string): Promise<Ro
 export async function queryRolesAnsweredBy(pool: pg.Pool, runId: string, model: string): Promise<string[]> {
   const { rows } = await pool.query<{ role: string }>(
     `SELECT DISTINCT role FROM llm_calls
-      WHERE (run_id = $1 OR starts_with(run_id, $1 || '-task-')) AND model = $2 AND role IS NOT NULL
+      WHERE (run_id = $1 OR ${RUN_OF_CALL} = $1) AND model = $2 AND role IS NOT NULL
       ORDER BY role`,
     [runId, model],
   );

@@ -2,7 +2,8 @@ import type pg from 'pg';
 
 /**
  * The run a ledger row belongs to, in SQL: a synthesis run bills each task's calls to the task's
- * id (`<run>-task-00007`), every other run to its own id.
+ * id (`<run>-task-00007`), every other run to its own id. Migration 036 indexes this exact
+ * expression: a query that compares it with a run id reads only that run's rows.
  */
 export const RUN_OF_CALL = `regexp_replace(run_id, '-task-[0-9]+$', '')`;
 
@@ -14,7 +15,7 @@ export const RUN_OF_CALL = `regexp_replace(run_id, '-task-[0-9]+$', '')`;
 export async function runSpend(pool: pg.Pool, runId: string): Promise<{ costUsd: number; calls: number }> {
   const { rows } = await pool.query<{ cost: number; calls: number }>(
     `SELECT coalesce(sum(cost_usd), 0)::float8 AS cost, count(*)::int AS calls FROM llm_calls
-      WHERE run_id = $1 OR (starts_with(run_id, $1 || '-task-') AND ${RUN_OF_CALL} = $1)`,
+      WHERE run_id = $1 OR ${RUN_OF_CALL} = $1`,
     [runId],
   );
   return { costUsd: rows[0]!.cost, calls: rows[0]!.calls };

@@ -17,11 +17,12 @@ async function asProjectJson(text: string, file: string): Promise<string> {
 }
 
 /**
- * Writes bench/results/<name>.json, headed by the benchmark's name, the date and the machine, and
- * says so on stdout; returns the file's path.
+ * Writes bench/results/<name>.json (or <BENCH_RESULTS_NAME>.json, for a driver that runs a bench
+ * with other settings and must not overwrite its main figures), headed by the benchmark's name, the
+ * date and the machine, and says so on stdout; returns the file's path.
  */
 export async function writeResults(name: string, results: Record<string, unknown>): Promise<string> {
-  const file = path.join(RESULTS_DIR, `${name}.json`);
+  const file = path.join(RESULTS_DIR, `${process.env.BENCH_RESULTS_NAME ?? name}.json`);
   const headed = {
     benchmark: name,
     date: new Date().toISOString(),

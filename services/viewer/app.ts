@@ -92,6 +92,9 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
         const filter = {
           stage: c.req.query('stage') || undefined,
           reason: c.req.query('reason') || undefined,
+          after: Number.isInteger(Number(c.req.query('after') || 'x'))
+            ? Number(c.req.query('after'))
+            : undefined,
         };
         const [tasks, facets, judge] = await Promise.all([
           listTasks(pool, run.runId, filter),

@@ -92,10 +92,11 @@ export async function listRuns(pool: pg.Pool, limit = 500): Promise<RunRow[]> {
             (SELECT count(*)::int FROM study_cells c WHERE c.study_id = r.run_id) AS cells,
             (SELECT count(*)::int FROM study_cells c WHERE c.study_id = r.run_id AND c.score IS NOT NULL) AS cells_done,
             coalesce(u.calls, 0)::int AS calls, coalesce(u.tokens, 0)::float8 AS tokens
-       FROM runs r
-       LEFT JOIN (SELECT ${OWNER} AS run_id, count(*) AS calls, sum(prompt_tokens + completion_tokens) AS tokens
-                    FROM llm_calls GROUP BY 1) u ON u.run_id = r.run_id
-      ORDER BY r.created_at DESC LIMIT $1`,
+       FROM (SELECT * FROM runs ORDER BY created_at DESC LIMIT $1) r
+       -- Per listed run, from the owner index (migration 036): never the whole ledger.
+       CROSS JOIN LATERAL (SELECT count(*) AS calls, sum(prompt_tokens + completion_tokens) AS tokens
+                             FROM llm_calls WHERE ${OWNER} = r.run_id) u
+      ORDER BY r.created_at DESC`,
     [limit],
   );
   const costs = await runCosts(

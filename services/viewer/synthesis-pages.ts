@@ -2,7 +2,13 @@ import type { EpisodeRow } from './episode-queries.js';
 import { html, href, json, page, section, seg, table, type Fragment } from './html.js';
 import { runHeader, usageSection, type TemporalUi } from './runs-page.js';
 import type { RoleUsageRow } from './runs-queries.js';
-import type { MappingRow, TaskDetail, TaskFilter, TaskListRow } from './synthesis-queries.js';
+import {
+  TASK_PAGE,
+  type MappingRow,
+  type TaskDetail,
+  type TaskFilter,
+  type TaskListRow,
+} from './synthesis-queries.js';
 import { transcript } from './transcript.js';
 
 /** A synthesis run: counts, usage, the task list filtered by stage and rejection reason. */
@@ -37,6 +43,14 @@ export function synthesisRunPage(input: {
       )}
     </div>
   </div>`;
+  const next =
+    tasks.length === TASK_PAGE
+      ? html`<p>
+          <a href="${href(base, { ...filter, after: tasks.at(-1)!.idx })}">next ${TASK_PAGE} tasks</a>
+        </p>`
+      : '';
+  const shown = tasks.length ? `tasks ${tasks[0]!.idx}–${tasks.at(-1)!.idx}` : 'no tasks';
+  const total = [...facets.stages.values()].reduce((a, b) => a + b, 0);
   const list = table(
     ['task', 'persona', 'stage', 'rejection', 'instruction'],
     tasks.map((t) => [
@@ -51,7 +65,8 @@ export function synthesisRunPage(input: {
   return page(
     run.runId,
     [{ label: run.runId }],
-    html`${runHeader(run, input.ui)} ${section(`Tasks (${tasks.length})`, html`${filters} ${list}`, 'tasks')}
+    html`${runHeader(run, input.ui)}
+    ${section(`Tasks (${total}): ${shown}`, html`${filters} ${list} ${next}`, 'tasks')}
     ${usageSection(input.usage)}`,
   );
 }

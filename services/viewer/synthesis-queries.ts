@@ -15,9 +15,14 @@ export interface TaskListRow {
 export interface TaskFilter {
   readonly stage?: string;
   readonly reason?: string;
+  /** The page after this task index (keyset paging: as fast at task 99,000 as at task 0). */
+  readonly after?: number;
 }
 
-/** The tasks of a run, by index, filtered by stage and rejection reason. */
+/** Tasks per page of the task list. */
+export const TASK_PAGE = 500;
+
+/** One page of the tasks of a run, by index, filtered by stage and rejection reason. */
 export async function listTasks(pool: pg.Pool, runId: string, filter: TaskFilter): Promise<TaskListRow[]> {
   const { rows } = await pool.query<{
     task_id: string;
@@ -30,8 +35,8 @@ export async function listTasks(pool: pg.Pool, runId: string, filter: TaskFilter
   }>(
     `SELECT task_id, idx, persona_id, stage, reject_reason, reject_detail, instruction FROM tasks
       WHERE run_id = $1 AND ($2::text IS NULL OR stage = $2) AND ($3::text IS NULL OR reject_reason = $3)
-      ORDER BY idx LIMIT 2000`,
-    [runId, filter.stage ?? null, filter.reason ?? null],
+        AND idx > $4 ORDER BY idx LIMIT ${TASK_PAGE}`,
+    [runId, filter.stage ?? null, filter.reason ?? null, filter.after ?? -1],
   );
   return rows.map((r) => ({
     taskId: r.task_id,
