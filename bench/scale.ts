@@ -21,7 +21,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } 
 import { taskIdOf } from '../activities/synthesis/task-id.js';
 import { createTestDatabase, query } from '../testkit/database.js';
 import { resultWithin, startBenchRun, startBenchTemporal, type BenchTemporal } from '../testkit/bench-run.js';
-import { serveModelServer, spawnModelServer } from '../testkit/model-server-process.js';
+import { serveOrRun, spawnModelServer } from '../testkit/model-server-process.js';
 import { startPostgresInstance, type PostgresInstance } from '../testkit/postgres-instance.js';
 import { scriptedPersonas, synthesisScript } from '../testkit/synthesis-script.js';
 import { CPU_WORKER_TUNING } from '../workers/cpu-worker.js';
@@ -229,12 +229,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) await serveModelServer(synthesisScript);
-else {
-  try {
-    await main();
-  } catch (error) {
-    console.error(error);
-    process.exitCode = 1;
-  }
-}
+await serveOrRun(synthesisScript, main);

@@ -29,11 +29,7 @@ import { MOCKWORLD_WORKFLOWS_PATH, MockworldPlugin } from '../workers/plugin.js'
 import type { SynthesisSummary } from '../workflows/synthesis.js';
 import { taskIdOf, type SynthesisTaskResult } from '../workflows/synthesis-task.js';
 import { resultWithin, startBenchRun, startBenchTemporal } from '../testkit/bench-run.js';
-import {
-  serveModelServer,
-  spawnModelServer,
-  type ModelServerProcess,
-} from '../testkit/model-server-process.js';
+import { serveOrRun, spawnModelServer, type ModelServerProcess } from '../testkit/model-server-process.js';
 import { processCpuMs } from './measure/cpu.js';
 import { largest, scanAll, scanChain, type Largest } from './measure/history.js';
 import { plainActivityRunner } from './measure/plain-activity.js';
@@ -553,12 +549,4 @@ async function main(): Promise<void> {
   });
 }
 
-if (process.argv.includes('--serve')) await serveModelServer(synthesisScript);
-else {
-  try {
-    await main();
-  } catch (error) {
-    console.error(error);
-    process.exitCode = 1;
-  }
-}
+await serveOrRun(synthesisScript, main);

@@ -37,6 +37,20 @@ export async function serveModelServer(script: Script): Promise<void> {
   process.on('SIGTERM', stop);
 }
 
+/**
+ * The entry of a bench whose model server is its own file in a child process: with `--serve` it
+ * is that server, else it runs `main` (a failure sets the exit code).
+ */
+export async function serveOrRun(script: Script, main: () => Promise<void>): Promise<void> {
+  if (process.argv.includes('--serve')) return serveModelServer(script);
+  try {
+    await main();
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
+  }
+}
+
 /** Parent side: starts `entry --serve` and waits until its server listens. */
 export async function spawnModelServer(entry: string): Promise<ModelServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', entry, '--serve'], {

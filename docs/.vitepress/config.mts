@@ -40,6 +40,7 @@ const operations = [
   { text: 'Payload encryption', link: '/encryption' },
   { text: 'Metrics and traces', link: '/observability' },
   { text: 'Bounds and retries', link: '/bounds-and-retries' },
+  { text: 'Scale and host failures', link: '/scale' },
 ];
 const results = [
   { text: 'Does it learn?', link: '/does-it-learn' },

@@ -7,7 +7,12 @@ import { temporal as proto } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startModelGateway, type ModelGateway } from '../../services/gateway/model-gateway.js';
 import { createTestDatabase, query, type TestDatabase } from '../../testkit/database.js';
-import { createHostNetwork, hostNetworkUnsupported, type HostNetwork } from '../../testkit/hosts.js';
+import {
+  createHostNetwork,
+  hostNetworkUnsupported,
+  type HostNetwork,
+  type TestHost,
+} from '../../testkit/hosts.js';
 import { startModelServer, type ModelServer } from '../../testkit/model-server.js';
 import { startOwnTemporal, type OwnTemporal } from '../../testkit/own-temporal.js';
 import { startPostgresInstance, type PostgresInstance } from '../../testkit/postgres-instance.js';
@@ -15,7 +20,7 @@ import { scriptedOutcome, scriptedPersonas, synthesisScript } from '../../testki
 import { eventually } from '../../testkit/temporal.js';
 import { startWorkerProcess, type WorkerProcess } from '../../testkit/worker-process.js';
 
-const TASKS = 6;
+const TASKS = 16;
 const DEMONSTRATIONS = 2;
 const WORKFLOW_ID = 'synthesis-across-hosts';
 /** Longer than the model activities' 20 s heartbeat timeout: the cut host's work must move. */
@@ -25,13 +30,14 @@ const unsupported = await hostNetworkUnsupported();
 
 /**
  * A Synthesis run on two worker hosts (network namespaces, testkit/hosts.ts) served by a third
- * (Temporal, PostgreSQL and the model gateway on the bridge). One worker host's link goes down for
- * 30 s while it runs an activity: its worker keeps running, blind. Its heartbeats stop reaching
- * Temporal, so the activity runs again on the other host; when the link comes back, its late
- * writes and its completion land on work already done. The run ends with every task once, every
- * demonstration once, and every model answer paid once.
+ * (Temporal, PostgreSQL and the model gateway on the bridge). Host B joins the run under way and
+ * takes work at once; then its link goes down for 30 s while it runs an activity: its worker keeps
+ * running, blind. Its heartbeats stop reaching Temporal, so the activity runs again on host A;
+ * when the link comes back, its late writes and its completion land on work already done, and B
+ * takes work again. Then host A is lost, every process at once, and its activities move to B. The
+ * run ends with every task once, every demonstration once, and every model answer paid once.
  */
-describe.skipIf(unsupported)('a run across hosts, one cut off mid-activity', () => {
+describe.skipIf(unsupported)('a run across hosts, one cut off and one lost', () => {
   let dir: string;
   let network: HostNetwork;
   let postgres: PostgresInstance;
@@ -72,19 +78,22 @@ describe.skipIf(unsupported)('a run across hosts, one cut off mid-activity', () 
     return u.toString();
   };
 
-  it('ends with every task, demonstration and answer once after a 30 s link cut', async () => {
-    for (const host of network.hosts) {
-      const env = {
-        TEMPORAL_ADDRESS: temporal.address,
-        DATABASE_URL: overTheBridge(db.url),
-        MOCKWORLD_TASK_QUEUE: taskQueue,
-        MOCKWORLD_HOME: dir,
-        MOCKWORLD_MODEL_GATEWAY_URL: gateway.url,
-        MOCKWORLD_MODEL_GATEWAY_AUTH: authorization,
-      };
-      workers.push(startWorkerProcess(env, 'workers/cpu-worker', host.launcher));
-    }
-    const [a, b] = workers.map((w) => `${w.child.pid}@${os.hostname()}`);
+  it('ends with every task, demonstration and answer once after a link cut and a lost host', async () => {
+    const startWorkerOn = (host: TestHost) =>
+      startWorkerProcess(
+        {
+          TEMPORAL_ADDRESS: temporal.address,
+          DATABASE_URL: overTheBridge(db.url),
+          MOCKWORLD_TASK_QUEUE: taskQueue,
+          MOCKWORLD_HOME: dir,
+          MOCKWORLD_MODEL_GATEWAY_URL: gateway.url,
+          MOCKWORLD_MODEL_GATEWAY_AUTH: authorization,
+        },
+        'workers/cpu-worker',
+        host.launcher,
+      );
+    const identity = (worker: WorkerProcess) => `${worker.child.pid}@${os.hostname()}`;
+    workers.push(startWorkerOn(network.hosts[0]!));
     const connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection });
     const role = { endpoint: { baseUrl: models.url, model: 'scripted' } };
@@ -105,21 +114,29 @@ describe.skipIf(unsupported)('a run across hosts, one cut off mid-activity', () 
     const taskHandle = (i: number) =>
       client.workflow.getHandle(`${WORKFLOW_ID}-task-${String(i).padStart(5, '0')}`);
 
-    // Wait for host B to hold a started activity, then cut its link under it.
-    const runningOnB = async () => {
+    /** Some task has an activity started by this worker identity and still running. */
+    const runningOn = async (identity: string) => {
       for (let i = 0; i < TASKS; i++) {
         const pending = await taskHandle(i)
           .describe()
           .then((d) => d.raw.pendingActivities ?? [])
           .catch(() => []);
-        if (pending.some((p) => p.lastWorkerIdentity === b && p.state === STARTED)) return true;
+        if (pending.some((p) => p.lastWorkerIdentity === identity && p.state === STARTED)) return true;
       }
       return false;
     };
-    await eventually(runningOnB, 120_000, 100);
+    // Host B joins the run under way and takes work from its queue as soon as it polls.
+    workers.push(startWorkerOn(network.hosts[1]!));
+    const [a, b] = workers.map(identity) as [string, string];
+    await eventually(() => runningOn(b), 120_000, 100);
+    // Cut B's link under its running activity; its worker goes on, blind.
     await network.hosts[1]!.cut();
     await new Promise((resolve) => setTimeout(resolve, CUT_MS));
     await network.hosts[1]!.heal();
+    // Back on the network, B takes work again; then host A is lost with all its processes.
+    await eventually(() => runningOn(b), 120_000, 100);
+    await eventually(() => runningOn(a), 120_000, 100);
+    expect(await network.hosts[0]!.killAll()).toContain(workers[0]!.child.pid);
 
     const summary = await handle.result();
     const kept = Array.from({ length: TASKS }, (_, i) => scriptedOutcome(i)).filter(
@@ -129,15 +146,17 @@ describe.skipIf(unsupported)('a run across hosts, one cut off mid-activity', () 
     // The blind worker lived through the cut; nothing killed it.
     expect(workers[1]!.child.exitCode).toBeNull();
 
-    // The cut activity timed out on its heartbeat and ran again on host A.
-    const moved = [];
+    // Each host's cut-off or lost activity timed out on its heartbeat and ran again on the other.
+    const movedTo: Record<string, number> = {};
     for (let i = 0; i < TASKS; i++) {
       for (const event of (await taskHandle(i).fetchHistory()).events ?? []) {
         const started = event.activityTaskStartedEventAttributes;
-        if (started?.lastFailure?.timeoutFailureInfo && started.identity === a) moved.push(started.attempt);
+        if (started?.lastFailure?.timeoutFailureInfo && started.identity)
+          movedTo[started.identity] = (movedTo[started.identity] ?? 0) + 1;
       }
     }
-    expect(moved.length).toBeGreaterThan(0);
+    expect(movedTo[a]).toBeGreaterThan(0); // B's, cut off
+    expect(movedTo[b]).toBeGreaterThan(0); // A's, lost
 
     // Every task once, every demonstration once, every answer paid once.
     const tasks = await query<{ n: number; distinct: number }>(
