@@ -80,10 +80,11 @@ export async function synthesisReport(pool: pg.Pool, runId: string): Promise<Syn
     ),
     pool.query(`SELECT count(*)::int AS n FROM tool_mappings WHERE task_id LIKE $1`, [prefix]),
     pool.query(
-      `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, count(batch_job_id)::int AS "batchedCalls",
-              coalesce(sum(prompt_tokens), 0)::int AS "promptTokens", coalesce(sum(completion_tokens), 0)::int AS "completionTokens"
-         FROM llm_calls WHERE run_id LIKE $1 GROUP BY 1 ORDER BY 1`,
-      [prefix],
+      // The ledger's rollup (migration 036): a few rows, however many calls the run paid for.
+      `SELECT role, calls::float8 AS calls, batched_calls::float8 AS "batchedCalls",
+              prompt_tokens::float8 AS "promptTokens", completion_tokens::float8 AS "completionTokens"
+         FROM llm_usage WHERE owner_run_id = $1 ORDER BY role`,
+      [runId],
     ),
     coverageControlTally(pool, runId),
   ]);

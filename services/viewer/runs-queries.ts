@@ -1,13 +1,6 @@
 import type pg from 'pg';
-import { RUN_OF_CALL } from '../../activities/llm/spend.js';
 
-/**
- * The run a ledger row belongs to: a synthesis run bills each task's calls to the task's id
- * (`<run>-task-00007`), every other run to its own id.
- */
-export const OWNER = RUN_OF_CALL;
-
-/** Model usage of one run by role, from the ledger (each paid call counted once). */
+/** Model usage of one run by role. */
 export interface RoleUsageRow {
   readonly role: string;
   readonly calls: number;
@@ -18,7 +11,10 @@ export interface RoleUsageRow {
   readonly costUsd: number | null;
 }
 
-/** Calls, tokens and (where priced) cost per role of one run. */
+/**
+ * Calls, tokens and (where priced) cost per role of one run, from the ledger's rollup (migration
+ * 036; each paid call counted once).
+ */
 export async function usageByRole(pool: pg.Pool, runId: string): Promise<RoleUsageRow[]> {
   const { rows } = await pool.query<{
     role: string;
@@ -28,10 +24,9 @@ export async function usageByRole(pool: pg.Pool, runId: string): Promise<RoleUsa
     completion: number;
     cost: number | null;
   }>(
-    `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, count(batch_job_id)::int AS batched,
-            coalesce(sum(prompt_tokens), 0)::float8 AS prompt,
-            coalesce(sum(completion_tokens), 0)::float8 AS completion, sum(cost_usd)::float8 AS cost
-       FROM llm_calls WHERE ${OWNER} = $1 GROUP BY 1 ORDER BY 1`,
+    `SELECT role, calls::int AS calls, batched_calls::int AS batched, prompt_tokens::float8 AS prompt,
+            completion_tokens::float8 AS completion, CASE WHEN priced_calls > 0 THEN cost_usd END AS cost
+       FROM llm_usage WHERE owner_run_id = $1 ORDER BY role`,
     [runId],
   );
   return rows.map((r) => ({
@@ -78,6 +73,7 @@ interface Row {
   cells_done: number;
   calls: number;
   tokens: number;
+  cost: number | null;
 }
 
 /**
@@ -91,17 +87,14 @@ export async function listRuns(pool: pg.Pool, limit = 500): Promise<RunRow[]> {
             (SELECT count(*)::int FROM training_metrics m WHERE m.run_id = r.run_id) AS iterations,
             (SELECT count(*)::int FROM study_cells c WHERE c.study_id = r.run_id) AS cells,
             (SELECT count(*)::int FROM study_cells c WHERE c.study_id = r.run_id AND c.score IS NOT NULL) AS cells_done,
-            coalesce(u.calls, 0)::int AS calls, coalesce(u.tokens, 0)::float8 AS tokens
+            coalesce(u.calls, 0)::int AS calls, coalesce(u.tokens, 0)::float8 AS tokens, u.cost
        FROM (SELECT * FROM runs ORDER BY created_at DESC LIMIT $1) r
-       -- Per listed run, from the owner index (migration 036): never the whole ledger.
-       CROSS JOIN LATERAL (SELECT count(*) AS calls, sum(prompt_tokens + completion_tokens) AS tokens
-                             FROM llm_calls WHERE ${OWNER} = r.run_id) u
+       -- The usage rollup (migration 036): a few rows per run, whatever the size of its ledger.
+       LEFT JOIN LATERAL (SELECT sum(calls) AS calls, sum(prompt_tokens + completion_tokens) AS tokens,
+                                 CASE WHEN sum(priced_calls) > 0 THEN sum(cost_usd) END AS cost
+                            FROM llm_usage WHERE owner_run_id = r.run_id) u ON true
       ORDER BY r.created_at DESC`,
     [limit],
-  );
-  const costs = await runCosts(
-    pool,
-    rows.map((r) => r.run_id),
   );
   return rows.map((r) => ({
     runId: r.run_id,
@@ -112,7 +105,7 @@ export async function listRuns(pool: pg.Pool, limit = 500): Promise<RunRow[]> {
     ...progressOf(r),
     calls: r.calls,
     tokens: r.tokens,
-    costUsd: costs.get(r.run_id) ?? null,
+    costUsd: r.cost,
     pauseReason: r.pause_reason,
   }));
 }
@@ -165,15 +158,4 @@ function progressOf(r: Row): { done: number; total: number | null; unit: string 
     default:
       return { done: r.status === 'completed' ? 1 : 0, total: 1, unit: 'run' };
   }
-}
-
-/** Cost per run from the ledger's priced calls; a run none of whose calls was priced has none (unknown, not zero). */
-async function runCosts(pool: pg.Pool, runIds: readonly string[]): Promise<Map<string, number>> {
-  if (runIds.length === 0) return new Map();
-  const { rows } = await pool.query<{ run_id: string; cost: number }>(
-    `SELECT ${OWNER} AS run_id, sum(cost_usd)::float8 AS cost FROM llm_calls
-      WHERE ${OWNER} = ANY($1) AND cost_usd IS NOT NULL GROUP BY 1`,
-    [runIds],
-  );
-  return new Map(rows.map((r) => [r.run_id, r.cost]));
 }

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RUN_OF_CALL, runSpend } from '../../../activities/llm/spend.js';
 import { createViewerApp } from '../../../services/viewer/app.js';
+import { usageByRole } from '../../../services/viewer/runs-queries.js';
 import { TASK_PAGE } from '../../../services/viewer/synthesis-queries.js';
 import { createTestDatabase, query, type TestDatabase } from '../../../testkit/database.js';
 
@@ -10,8 +11,8 @@ const TASKS = TASK_PAGE * 2 + 34;
 
 /**
  * What keeps a run of 100,000 tasks as quick to look at as one of 100 (bench/scale.ts measures
- * it): the task list is paged by index, and every question about a run's spend reads the ledger
- * through the owner index, never the whole ledger.
+ * it): the task list is paged by index, a run's spend and usage come from a rollup the ledger's
+ * inserts keep, and what still reads one run's ledger rows finds them by the owner index.
  */
 describe('a large synthesis run in the viewer and the ledger', () => {
   let db: TestDatabase;
@@ -72,13 +73,41 @@ describe('a large synthesis run in the viewer and the ledger', () => {
     expect(taskLinks(page)).toEqual(Array.from({ length: 11 }, (_, i) => 1002 + 3 * i));
   });
 
-  it("reads a run's spend through the owner index", async () => {
-    expect(await runSpend(pool, RUN)).toEqual({ costUsd: 5, calls: 10 });
+  it("keeps each run's usage in a rollup that matches its ledger", async () => {
+    const insert = (from: number, to: number, cost: string) =>
+      query(
+        db.url,
+        `INSERT INTO llm_calls (cache_key, endpoint, model, request_hash, sample_index, policy_version, run_id, role,
+                                response, latency_ms, upstream_attempts, prompt_tokens, cost_usd)
+         SELECT 'k' || i, 'http://m/v1', 'm', 'h' || i, 0, 'base', $1 || '-task-' || lpad(i::text, 5, '0'),
+                CASE WHEN i % 2 = 0 THEN 'teacher' END, '{}', 1, 1, 3, ${cost}
+           FROM generate_series($2::int, $3::int) AS i
+         ON CONFLICT (cache_key) DO NOTHING`,
+        [RUN, from, to],
+      );
+    await insert(5, 19, '0.25'); // 5..9 are already stored: not counted again
+    await insert(20, 23, 'NULL'); // unpriced calls count, their cost is unknown
+    await Promise.all([insert(24, 40, '0.25'), insert(30, 60, '0.25')]); // concurrent, overlapping
+    const fromLedger = await query<{ role: string; calls: number; cost: number | null; prompt: number }>(
+      db.url,
+      `SELECT coalesce(role, '(none)') AS role, count(*)::int AS calls, sum(cost_usd)::float8 AS cost,
+              sum(prompt_tokens)::float8 AS prompt
+         FROM llm_calls WHERE ${RUN_OF_CALL} = $1 GROUP BY 1 ORDER BY 1`,
+      [RUN],
+    );
+    const usage = await usageByRole(pool, RUN);
+    expect(
+      usage.map((u) => ({ role: u.role, calls: u.calls, cost: u.costUsd, prompt: u.promptTokens })),
+    ).toEqual(fromLedger);
+    expect(await runSpend(pool, RUN)).toEqual({ costUsd: 5 + 0.25 * (10 + 37), calls: 61 });
+  });
+
+  it("reads one run's ledger rows through the owner index", async () => {
     const client = await pool.connect();
     try {
       await client.query('SET enable_seqscan = off');
       const { rows } = await client.query(
-        `EXPLAIN SELECT count(*) FROM llm_calls WHERE ${RUN_OF_CALL} = $1`,
+        `EXPLAIN SELECT DISTINCT role FROM llm_calls WHERE ${RUN_OF_CALL} = $1`,
         [RUN],
       );
       expect(rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('llm_calls_owner_role');
