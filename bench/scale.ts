@@ -8,7 +8,8 @@
  *
  * Then the largest run is grown in PostgreSQL to BENCH_SCALE_AMPLIFY tasks (bench/scale/amplify.ts:
  * its tasks, demonstrations, mappings and ledger rows copied as new tasks) and the user's calls are
- * timed again, with the ledger's owner index (migration 036) and without it (as before it).
+ * timed again, with the spend check a budgeted run makes before each task: from the usage rollup
+ * (migration 036) and by summing the ledger, as before it.
  *
  * Run: `npx tsx bench/scale.ts`. Knobs: BENCH_SCALE_TASKS (default "1000,4000"; 10000 takes about
  * 25 min on 2 cores), BENCH_SCALE_AMPLIFY (100000), BENCH_CONCURRENCY (64). Writes
@@ -33,7 +34,9 @@ import { writeResults } from './measure/results.js';
 import { amplifyRun } from './scale/amplify.js';
 import { filesBytes, peakRssMiB, postgresCpuMs } from './scale/processes.js';
 import { renderScaleTables, type AmplifiedFigures, type SizeFigures } from './scale/report.js';
-import { timeUserCalls } from './scale/user-calls.js';
+import { timed, timeUserCalls } from './scale/user-calls.js';
+import { getPool } from '../activities/store/db.js';
+import { RUN_OF_CALL, runSpend } from '../activities/llm/spend.js';
 
 const SIZES = (process.env.BENCH_SCALE_TASKS ?? '1000,4000').split(',').map(Number);
 const AMPLIFY_TO = Number(process.env.BENCH_SCALE_AMPLIFY ?? 100_000);
@@ -150,7 +153,10 @@ async function runSize(stack: Stack, tasks: number): Promise<SizeFigures> {
   };
 }
 
-/** The largest run grown to AMPLIFY_TO tasks: the user's calls with the owner index and without. */
+/**
+ * The largest run grown to AMPLIFY_TO tasks: the user's calls, and the spend check a budgeted run
+ * makes before each task, from the rollup against summing the ledger (as before migration 036).
+ */
 async function amplified(stack: Stack, tasks: number): Promise<AmplifiedFigures> {
   const { databaseUrl } = stack;
   const workflowId = `scale-${tasks}`;
@@ -161,20 +167,26 @@ async function amplified(stack: Stack, tasks: number): Promise<AmplifiedFigures>
     'SELECT pg_database_size(current_database()) AS n, (SELECT count(*)::int FROM llm_calls) AS calls',
   );
   const stopWorker = await startWorker(stack, workflowId);
-  const withIndex = await timeUserCalls(workflowId, AMPLIFY_TO);
-  stack.log('user calls timed with the owner index; again without it');
-  await query(databaseUrl, 'DROP INDEX llm_calls_owner_role');
-  const withoutIndex = await timeUserCalls(workflowId, AMPLIFY_TO);
+  const userCalls = await timeUserCalls(workflowId, AMPLIFY_TO);
   await stopWorker();
+  stack.log('user calls timed; the spend check from the rollup and from the ledger');
+  const pool = getPool(databaseUrl);
+  const rollup = await timed(3, async () => void (await runSpend(pool, workflowId)));
+  await query(databaseUrl, 'DROP INDEX llm_calls_owner_role');
+  const ledgerSum = await timed(3, async () => void (await pool.query(SPEND_BEFORE_036, [workflowId])));
   return {
     tasks: AMPLIFY_TO,
     added,
     pgBytes: Number(size!.n),
     ledgerRows: size!.calls,
-    withIndex,
-    withoutIndex,
+    userCalls,
+    spendCheckMs: { rollup, ledgerSum },
   };
 }
+
+/** runSpend's query before migration 036: the run's calls summed from the whole ledger. */
+const SPEND_BEFORE_036 = `SELECT coalesce(sum(cost_usd), 0)::float8 AS cost, count(*)::int AS calls FROM llm_calls
+  WHERE run_id = $1 OR (starts_with(run_id, $1 || '-task-') AND ${RUN_OF_CALL} = $1)`;
 
 async function main(): Promise<void> {
   const run = await startBenchRun('scale');

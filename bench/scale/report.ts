@@ -19,14 +19,15 @@ export interface SizeFigures {
   readonly userCalls: UserCall[];
 }
 
-/** The largest run grown in PostgreSQL, and the user's calls on it with and without the owner index. */
+/** The largest run grown in PostgreSQL: the user's calls on it, and a budgeted run's spend check. */
 export interface AmplifiedFigures {
   readonly tasks: number;
   readonly added: Record<string, number>;
   readonly pgBytes: number;
   readonly ledgerRows: number;
-  readonly withIndex: UserCall[];
-  readonly withoutIndex: UserCall[];
+  readonly userCalls: UserCall[];
+  /** runSpend from the usage rollup, and the same sum over the ledger as before migration 036. */
+  readonly spendCheckMs: { readonly rollup: Summary; readonly ledgerSum: Summary };
 }
 
 const f = (n: number, digits = 1) => n.toFixed(digits);
@@ -104,15 +105,14 @@ export function renderScaleTables(sizes: readonly SizeFigures[], grown: Amplifie
     '',
     `What a user does on the finished run, ms, median (range) of 3; at ${grown.tasks} tasks the largest run grown in PostgreSQL (${grown.ledgerRows} ledger rows, ${f(grown.pgBytes / 2 ** 30, 2)} GiB)`,
     '',
-    `| call | ${sizes.map((s) => `${s.tasks} tasks`).join(' | ')} | ${grown.tasks} tasks | ${grown.tasks}, no owner index |`,
-    `|---|${sizes.map(() => '---:').join('|')}|---:|---:|`,
+    `| call | ${sizes.map((s) => `${s.tasks} tasks`).join(' | ')} | ${grown.tasks} tasks |`,
+    `|---|${sizes.map(() => '---:').join('|')}|---:|`,
     ...names.map((name, i) =>
-      row(name, [
-        ...sizes.map((s) => pick(s.userCalls, i)),
-        pick(grown.withIndex, i),
-        pick(grown.withoutIndex, i),
-      ]),
+      row(name, [...sizes.map((s) => pick(s.userCalls, i)), pick(grown.userCalls, i)]),
     ),
+    '',
+    `A budgeted run's spend check before each task, at ${grown.tasks} tasks: ${ms(grown.spendCheckMs.rollup)} ms from ` +
+      `the usage rollup, ${ms(grown.spendCheckMs.ledgerSum)} ms summing the ledger as before migration 036.`,
   ];
   return [...costs, ...calls].join('\n');
 }

@@ -37,7 +37,8 @@ async function runCommand(command: Command, args: string[], values: Partial<Comm
   if (code !== 0) throw new Error(`${command.name} ${args.join(' ')} exited with ${code}`);
 }
 
-async function timed(repeats: number, action: () => Promise<void>): Promise<Summary> {
+/** `action` run `repeats` times: the median and range of its wall time in ms. */
+export async function timed(repeats: number, action: () => Promise<void>): Promise<Summary> {
   const ms: number[] = [];
   for (let i = 0; i < repeats; i++) {
     const t0 = performance.now();
