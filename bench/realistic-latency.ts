@@ -1,12 +1,14 @@
 /**
  * Temporal ÷ plain at a realistic model latency (1 s per call, many calls in flight): the figure
- * users feel. Runs bench/synthesis.ts and bench/grpo.ts (throughput only) as child processes, each
+ * users feel. Runs bench/synthesis.ts (and bench/grpo.ts, throughput only) as child processes, each
  * REPEATS times at BENCH_REALISTIC_LATENCY ms, reads each repetition's results file, and prints the
  * median ratio with its range beside the CPU-bound figures (50 ms) of their main results files.
  *
  * Run: `npx tsx bench/realistic-latency.ts` (about 15 min on 2 cores). Knobs: BENCH_REPEATS (3),
  * BENCH_REALISTIC_LATENCY (1000), BENCH_TASKS (synthesis tasks, 512: several continue-as-new runs
- * of the dataset workflow, as in a long run), BENCH_REALISTIC_BENCHES (synthesis,grpo). Writes
+ * of the dataset workflow, as in a long run), BENCH_REALISTIC_BENCHES (synthesis; `synthesis,grpo`
+ * adds GRPO, whose warm-up run at 1 s per call has not finished within its 7-minute limit here: see
+ * docs/scale.md). Writes
  * bench/results/realistic-latency.json; the repetitions' own files are removed.
  */
 import { spawn } from 'node:child_process';
@@ -19,7 +21,7 @@ import { RESULTS_DIR, writeResults } from './measure/results.js';
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const LATENCY = Number(process.env.BENCH_REALISTIC_LATENCY ?? 1000);
 const SYNTHESIS_TASKS = process.env.BENCH_TASKS ?? '512';
-const ONLY = (process.env.BENCH_REALISTIC_BENCHES ?? 'synthesis,grpo').split(',');
+const ONLY = (process.env.BENCH_REALISTIC_BENCHES ?? 'synthesis').split(',');
 const TARGET = 0.95;
 
 interface Bench {

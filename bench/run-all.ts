@@ -42,6 +42,15 @@ const BENCHMARKS = [
     name: 'batch',
     title: 'Batch mode: the same Synthesis with its judges and teacher stages online and in batch jobs',
   },
+  {
+    name: 'scale',
+    title:
+      'Scale: cost per task of a Synthesis run from 1,000 tasks up, and what a user waits for at 100,000',
+  },
+  {
+    name: 'realistic-latency',
+    title: 'Synthesis through Temporal against a plain loop at 1 s per model call (the figure users feel)',
+  },
   // Last: it reads the figures the benchmarks above just wrote to bench/results/.
   { name: 'targets', title: 'Performance targets: each figure beside its target' },
 ] as const;
