@@ -8,8 +8,8 @@
  * BENCH_REALISTIC_LATENCY (1000), BENCH_TASKS (synthesis tasks, 512: several continue-as-new runs
  * of the dataset workflow, as in a long run), BENCH_REALISTIC_BENCHES (synthesis; `synthesis,grpo`
  * adds GRPO, whose warm-up run at 1 s per call has not finished within its 7-minute limit here: see
- * docs/scale.md). Writes
- * bench/results/realistic-latency.json; the repetitions' own files are removed.
+ * docs/scale.md). Writes `realistic-latency.json` in bench/results/; the repetitions' own files
+ * there are removed.
  */
 import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';

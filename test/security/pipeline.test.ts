@@ -149,7 +149,7 @@ describe('a small pipeline run with a keyed endpoint and hostile strings everywh
     process.env.MOCKWORLD_MODEL_NAME = 'default-model';
     process.env.MOCKWORLD_MODEL_KEY_ENV = KEY_ENV;
     db = await createTestDatabase('mw_security');
-    tablesBefore = await tableNames(db.url);
+    tablesBefore = await tableNames(db.url, true);
     tw = await startTestWorker(inject('temporalAddress'), db.url);
 
     const personasFile = path.join(home, `personas ${INJECTIONS[3]}.jsonl`);
@@ -256,7 +256,7 @@ describe('a small pipeline run with a keyed endpoint and hostile strings everywh
             ORDER BY 1, 2`,
         );
         const tables = new Set(columns.map((c) => c.table_name));
-        expect(tables).toEqual(new Set(await tableNames(db.url)));
+        expect(tables).toEqual(new Set(await tableNames(db.url, true)));
         const hits = async (needle: string) => {
           const found: string[] = [];
           for (const { table_name: table, column_name: column } of columns) {
@@ -373,7 +373,7 @@ describe('a small pipeline run with a keyed endpoint and hostile strings everywh
     });
 
     it('dropped, truncated or escaped out of nothing: every table is still there, with the rows the run wrote', async () => {
-      expect(await tableNames(db.url)).toEqual(tablesBefore);
+      expect(await tableNames(db.url, true)).toEqual(tablesBefore);
       const counts = await query<{ runs: number; tasks: number; episodes: number }>(
         db.url,
         `SELECT (SELECT count(*)::int FROM runs) AS runs, (SELECT count(*)::int FROM tasks) AS tasks,
