@@ -64,6 +64,7 @@ describe.skipIf(unsupported)('a run across hosts, one cut off and one lost', () 
   afterAll(async () => {
     for (const worker of workers) await worker.kill();
     await network?.teardown();
+    await temporal?.stop();
     await gateway?.close();
     await models?.close();
     await db?.drop();
