@@ -89,12 +89,11 @@ export function createViewerApp({ pool, ui, token }: ViewerAppOptions): Hono {
     const usage = await usageByRole(pool, run.runId);
     switch (run.kind) {
       case 'Synthesis': {
+        const after = c.req.query('after');
         const filter = {
           stage: c.req.query('stage') || undefined,
           reason: c.req.query('reason') || undefined,
-          after: Number.isInteger(Number(c.req.query('after') || 'x'))
-            ? Number(c.req.query('after'))
-            : undefined,
+          after: after && /^\d+$/.test(after) ? Number(after) : undefined,
         };
         const [tasks, facets, judge] = await Promise.all([
           listTasks(pool, run.runId, filter),
