@@ -102,7 +102,7 @@ async function runSize(stack: Stack, tasks: number): Promise<SizeFigures> {
   const before = {
     self: process.cpuUsage(),
     temporal: processCpuMs(temporal.server.process.pid),
-    postgres: postgresCpuMs(postgres.pid!),
+    postgres: await postgresCpuMs(postgres.pid!),
     pgBytes: await dbSize(),
     temporalBytes: filesBytes(temporalFile),
   };
@@ -119,7 +119,7 @@ async function runSize(stack: Stack, tasks: number): Promise<SizeFigures> {
   const cpuMs = {
     worker: (self.user + self.system) / 1000,
     temporal: processCpuMs(temporal.server.process.pid) - before.temporal,
-    postgres: postgresCpuMs(postgres.pid!) - before.postgres,
+    postgres: (await postgresCpuMs(postgres.pid!)) - before.postgres,
   };
   const pgBytes = (await dbSize()) - before.pgBytes;
   const temporalBytes = filesBytes(temporalFile) - before.temporalBytes;
@@ -146,8 +146,8 @@ async function runSize(stack: Stack, tasks: number): Promise<SizeFigures> {
     taskEventsMean: taskScans.reduce((n, s) => n + s.events, 0) / taskScans.length,
     peakRssMiB: {
       worker: process.resourceUsage().maxRSS / 1024,
-      temporal: peakRssMiB(temporal.server.process.pid!),
-      postgres: peakRssMiB(postgres.pid!, true),
+      temporal: await peakRssMiB(temporal.server.process.pid!),
+      postgres: await peakRssMiB(postgres.pid!, true),
     },
     userCalls,
   };

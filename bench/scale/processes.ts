@@ -1,4 +1,5 @@
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { childrenOf } from '../../testkit/chaos/components.js';
 import { processCpuMs } from '../measure/cpu.js';
 
 /** A /proc status field in kB (VmHWM: peak resident set), 0 when the process is gone. */
@@ -11,21 +12,6 @@ function statusKb(pid: number, field: string): number {
   } catch {
     return 0;
   }
-}
-
-/** Children of `pid` (PostgreSQL's backends and helpers), from /proc. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return out;
 }
 
 /** utime+stime+cutime+cstime in ms: a process with the CPU of its children that have exited. */
@@ -42,13 +28,14 @@ function treeCpuMs(pid: number): number {
  * CPU of a PostgreSQL server in ms: the postmaster, its backends that exited (reaped into its
  * cutime) and those alive now. Differences of two readings are what a run cost the server.
  */
-export function postgresCpuMs(postmaster: number): number {
-  return treeCpuMs(postmaster) + childrenOf(postmaster).reduce((n, child) => n + processCpuMs(child), 0);
+export async function postgresCpuMs(postmaster: number): Promise<number> {
+  const children = await childrenOf(postmaster);
+  return treeCpuMs(postmaster) + children.reduce((n, child) => n + processCpuMs(child), 0);
 }
 
 /** Peak resident set in MiB of a process; for PostgreSQL, its largest process (shared buffers count in each). */
-export function peakRssMiB(pid: number, withChildren = false): number {
-  const pids = withChildren ? [pid, ...childrenOf(pid)] : [pid];
+export async function peakRssMiB(pid: number, withChildren = false): Promise<number> {
+  const pids = withChildren ? [pid, ...(await childrenOf(pid))] : [pid];
   return Math.max(...pids.map((p) => statusKb(p, 'VmHWM'))) / 1024;
 }
 
